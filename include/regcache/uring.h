@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * regcache/uring.h: io_uring fixed buffers as the registrar.
+ *
+ * io_uring fixed buffers pin pages exactly like ibv_reg_mr() does, and
+ * IORING_OP_READ_FIXED/WRITE_FIXED DMA through the pinned pages, so this
+ * registrar is both a real device for storage/network engines and the one
+ * every regcache test uses to prove staleness with data.
+ */
+#ifndef REGCACHE_URING_H
+#define REGCACHE_URING_H
+
+#include <regcache.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct io_uring;
+
+/**
+ * regcache_uring_create - a cache whose device is a ring's fixed-buffer table
+ * @ring:   the ring; must outlive the cache.
+ * @params: limits and flags; may be NULL. Its ops and ctx are ignored.
+ * @cache:  out: the new cache.
+ *
+ * Registers a sparse fixed-buffer table of 16384 slots on @ring, which must
+ * not have one yet; the cache then owns every slot. A region's slot is
+ * released by updating it to an empty iovec. max_regions is capped at the
+ * number of slots.
+ *
+ * Return: 0; -EINVAL for NULL @ring or @cache; -EBUSY if @ring already has a
+ * fixed-buffer table (create the cache first, or use
+ * regcache_uring_create_slots()); or the error of io_uring_register_buffers_sparse().
+ * Context: thread-safe with respect to other rings.
+ */
+int regcache_uring_create(struct io_uring *ring,
+			  const struct regcache_params *params,
+			  struct regcache **cache);
+
+/**
+ * regcache_uring_create_slots - a cache using part of an existing table
+ * @ring:   the ring; must outlive the cache.
+ * @first:  first slot the cache may use.
+ * @count:  number of slots, starting at @first, that are empty (sparse) and
+ *          that the application will not touch while the cache exists.
+ * @params: as for regcache_uring_create().
+ * @cache:  out: the new cache.
+ *
+ * For applications that register their own fixed buffers too: register a
+ * sparse table large enough for both, then hand a slice to the cache.
+ *
+ * Return: 0; -EINVAL for NULL pointers, @count of 0, or a slice beyond 16384.
+ */
+int regcache_uring_create_slots(struct io_uring *ring, unsigned first,
+				unsigned count,
+				const struct regcache_params *params,
+				struct regcache **cache);
+
+/**
+ * regcache_region_buf_index - the fixed-buffer index of a region
+ * @region: a region from a cache made by regcache_uring_create*().
+ *
+ * Return: the index to pass to io_uring_prep_read_fixed()/write_fixed();
+ * -EINVAL for NULL.
+ */
+int regcache_region_buf_index(const struct regcache_region *region);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REGCACHE_URING_H */

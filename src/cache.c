@@ -1,0 +1,627 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cache: create/destroy, the hit path of get/put, and the slow paths
+ * (drain the monitor, look up under the lock, register on a miss).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "log.h"
+
+#define RC_DEFAULT_MAX_REGIONS 65536
+#define RC_MISS_ATTEMPTS 4
+
+static uintptr_t page_size;
+
+static size_t env_size(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long long n;
+
+	if (!v || !*v)
+		return 0;
+	n = strtoull(v, &end, 0);
+	if (*end == 'k' || *end == 'K')
+		n <<= 10, end++;
+	else if (*end == 'm' || *end == 'M')
+		n <<= 20, end++;
+	else if (*end == 'g' || *end == 'G')
+		n <<= 30, end++;
+	if (*end || !n) {
+		rc_warn("ignoring %s=%s: expected a positive number "
+			"(optionally with K, M or G)", name, v);
+		return 0;
+	}
+	return (size_t)n;
+}
+
+static size_t default_max_bytes(void)
+{
+	struct rlimit rl;
+	long pages = sysconf(_SC_PHYS_PAGES);
+
+	if (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    geteuid() != 0)
+		return rl.rlim_cur / 4 * 3;
+	return pages > 0 ? (size_t)pages * page_size / 4 : (size_t)1 << 32;
+}
+
+/* ---------------------------------------------------------------------
+ * Draining the monitor
+ * ------------------------------------------------------------------- */
+
+struct sync_ctx {
+	struct regcache *c;
+	struct rc_kill_batch *batch;
+};
+
+static void invalidate_cb(void *arg, uintptr_t start, uintptr_t end)
+{
+	struct sync_ctx *s = arg;
+	struct regcache *c = s->c;
+	struct rc_pending *p;
+	unsigned n;
+
+	if (start == 0 && end == UINTPTR_MAX)
+		rc_fetch_add_relaxed(&c->st_overflows, 1);
+	TAILQ_FOREACH(p, &c->pending, link)
+		if (p->start < end && start < p->end)
+			p->tainted = true;
+	n = rc_index_invalidate_locked(c, start, end, s->batch);
+	if (n)
+		rc_fetch_add_relaxed(&c->st_invalidations, n);
+}
+
+static void update_monitor_caps(struct regcache *c)
+{
+	c->never_cache = !rc_monitor_can_cache() && !c->explicit_invalidate;
+	c->probe_hits = rc_monitor_validates_hits() &&
+			!(c->flags & REGCACHE_FLAG_NO_HIT_PROBE);
+}
+
+/* Apply every range the monitor published since we last looked. */
+void rc_cache_sync_locked(struct regcache *c, struct rc_kill_batch *batch)
+{
+	struct sync_ctx s = { .c = c, .batch = batch };
+	struct rc_pending *p;
+
+	if (rc_monitor_current(&c->cursor))
+		return;
+	if (rc_monitor_sync(&c->cursor, invalidate_cb, &s)) {
+		/* Forked: the regions are the parent's. */
+		rc_region_forget_all_locked(c);
+		TAILQ_FOREACH(p, &c->pending, link)
+			p->tainted = true;
+		update_monitor_caps(c);
+		rc_monitor_sync(&c->cursor, invalidate_cb, &s);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Registration
+ * ------------------------------------------------------------------- */
+
+static bool out_of_resources(int err)
+{
+	return err == -ENOMEM || err == -ENOSPC || err == -EAGAIN;
+}
+
+/* ops->reg, evicting idle regions and retrying when the device is out of
+ * slots or locked memory: first the least recently used ones worth the
+ * request, then all of them. */
+static int reg_evicting(struct regcache *c, uintptr_t start, uintptr_t end,
+			unsigned access, void **handle)
+{
+	for (int attempt = 0;; attempt++) {
+		struct rc_kill_batch batch;
+		size_t evicted;
+		int ret;
+
+		ret = c->ops.reg(c->ctx, (void *)start, end - start, access,
+				 handle);
+		if (!ret) {
+			rc_fetch_add_relaxed(&c->st_registrations, 1);
+			rc_fetch_add_relaxed(&c->cur_regions, 1);
+			rc_fetch_add_relaxed(&c->cur_bytes, end - start);
+			return 0;
+		}
+		rc_fetch_add_relaxed(&c->st_reg_failures, 1);
+		if (ret > 0 || ret < -4095) {
+			rc_error("registrar returned %d, not 0 or -errno; "
+				 "treating it as -EIO", ret);
+			ret = -EIO;
+		}
+		if (!out_of_resources(ret) || attempt == 2)
+			return ret;
+		rc_kill_batch_init(&batch);
+		pthread_mutex_lock(&c->lock);
+		if (attempt == 0)
+			evicted = rc_evict_idle_locked(c, end - start, 1, &batch);
+		else
+			evicted = rc_evict_idle_locked(c, SIZE_MAX, SIZE_MAX,
+						       &batch);
+		pthread_mutex_unlock(&c->lock);
+		rc_region_kill_finish(c, &batch);
+		rc_debug("registration of %zu bytes failed (%s); evicted %zu "
+			 "idle regions, retrying", (size_t)(end - start),
+			 strerror(-ret), evicted);
+		if (!evicted && attempt == 1)
+			return ret;
+	}
+}
+
+/* Serve a get without caching: register now, deregister at put. */
+static int get_passthrough(struct regcache *c, uintptr_t start, uintptr_t end,
+			   unsigned access, struct regcache_region **out)
+{
+	struct rc_region *r = rc_region_alloc(c);
+	void *handle;
+	int ret;
+
+	if (!r)
+		return -ENOMEM;
+	ret = reg_evicting(c, start, end, access, &handle);
+	if (ret) {
+		pthread_mutex_lock(&c->lock);
+		rc_region_free_locked(c, r);
+		pthread_mutex_unlock(&c->lock);
+		return ret;
+	}
+	rc_region_publish(r, start, end, access, handle, RC_REGION_PASSTHROUGH);
+	rc_fetch_add_relaxed(&c->st_uncached, 1);
+	*out = (struct regcache_region *)r;
+	return 0;
+}
+
+/* Under the lock: a live region that covers [start, end) with @access. */
+static struct rc_region *find_covering_locked(struct regcache *c,
+					      uintptr_t start, uintptr_t end,
+					      unsigned access)
+{
+	struct rc_region *r = rc_index_first_overlap(c, start, end);
+
+	if (r && rc_load_relaxed(&r->start) <= start &&
+	    rc_load_relaxed(&r->end) >= end &&
+	    !(access & ~rc_load_relaxed(&r->access)))
+		return r;
+	return NULL;
+}
+
+/* The union of [*start, *end) and every live region it overlaps, so that
+ * the new region can replace them all and the index stays non-overlapping. */
+static void widen_to_overlaps_locked(struct regcache *c, uintptr_t *start,
+				     uintptr_t *end, unsigned *access)
+{
+	struct rc_region *r = rc_index_first_overlap(c, *start, *end);
+
+	for (; r; r = rc_index_first_overlap(c, rc_load_relaxed(&r->end), *end)) {
+		if (rc_load_relaxed(&r->start) < *start)
+			*start = rc_load_relaxed(&r->start);
+		if (rc_load_relaxed(&r->end) > *end)
+			*end = rc_load_relaxed(&r->end);
+		*access |= rc_load_relaxed(&r->access);
+	}
+}
+
+/* Under the lock, just before indexing [start, end): replace the regions it
+ * covers; false if one reaches beyond it (another thread won a race). */
+static bool absorb_overlaps_locked(struct regcache *c, uintptr_t start,
+				   uintptr_t end, unsigned access,
+				   struct rc_kill_batch *batch)
+{
+	struct rc_region *r;
+
+	for (r = rc_index_first_overlap(c, start, end); r;
+	     r = rc_index_first_overlap(c, rc_load_relaxed(&r->end), end))
+		if (rc_load_relaxed(&r->start) < start ||
+		    rc_load_relaxed(&r->end) > end ||
+		    (rc_load_relaxed(&r->access) & ~access))
+			return false;
+	while ((r = rc_index_first_overlap(c, start, end))) {
+		rc_region_kill_locked(c, r, batch);
+		rc_fetch_add_relaxed(&c->st_merges, 1);
+	}
+	return true;
+}
+
+/* Hit under the lock (the hint missed) or a miss that registers. */
+static rc_noinline int get_slow(struct regcache *c, const void *addr,
+				size_t len, unsigned access,
+				struct regcache_region **out)
+{
+	uintptr_t start = (uintptr_t)addr, end = start + len;
+	uintptr_t pstart = start & ~(page_size - 1);
+	uintptr_t pend = (end + page_size - 1) & ~(page_size - 1);
+	bool merge;
+
+	if (!c || !addr || !out || !len || end < start || pend < end) {
+		rc_warn("regcache_get(cache=%p, addr=%p, len=%zu, region=%p): "
+			"%s; pass a cache, a buffer, a non-zero length and a "
+			"range that does not wrap", (void *)c, addr, len,
+			(void *)out,
+			!c || !addr || !out ? "NULL argument" :
+			!len ? "zero length" : "range wraps around");
+		return -EINVAL;
+	}
+	*out = NULL;
+	if (c->never_cache)
+		return get_passthrough(c, pstart, pend, access, out);
+	merge = true;
+
+	for (int attempt = 0; attempt < RC_MISS_ATTEMPTS; attempt++) {
+		struct rc_pending pending = { .start = pstart, .end = pend };
+		struct rc_kill_batch batch;
+		struct rc_region *r, *nr;
+		uintptr_t ustart = pstart, uend = pend;
+		unsigned uaccess = access;
+		bool watched, indexed = false, retry_alone = false;
+		void *handle;
+		int ret;
+
+		rc_kill_batch_init(&batch);
+		pthread_mutex_lock(&c->lock);
+		rc_cache_sync_locked(c, &batch);
+		r = find_covering_locked(c, start, end, access);
+		if (r) {
+			uint32_t seq = rc_load_relaxed(&r->seq);
+
+			rc_index_hint(c, start, r);
+			/* Under the lock nobody can kill it: the ref holds. */
+			rc_region_ref(c, r, seq);
+			rc_fetch_add_relaxed(&c->st_slow_hits, 1);
+			pthread_mutex_unlock(&c->lock);
+			rc_region_kill_finish(c, &batch);
+			if (c->probe_hits &&
+			    rc_monitor_validate(rc_load_relaxed(&r->start),
+						rc_load_relaxed(&r->end))) {
+				regcache_invalidate(c, (void *)rc_load_relaxed(&r->start),
+						    rc_load_relaxed(&r->end) -
+							    rc_load_relaxed(&r->start));
+				rc_region_unref(c, r);
+				continue;
+			}
+			*out = (struct regcache_region *)r;
+			return 0;
+		}
+		if (merge)
+			widen_to_overlaps_locked(c, &ustart, &uend, &uaccess);
+		pending.start = ustart;
+		pending.end = uend;
+		/* Subscribe before pinning (design rule 2): from here on any
+		 * published change to the range taints this registration. */
+		TAILQ_INSERT_TAIL(&c->pending, &pending, link);
+		pthread_mutex_unlock(&c->lock);
+		rc_region_kill_finish(c, &batch);
+
+		nr = rc_region_alloc(c);
+		if (!nr) {
+			pthread_mutex_lock(&c->lock);
+			TAILQ_REMOVE(&c->pending, &pending, link);
+			pthread_mutex_unlock(&c->lock);
+			return -ENOMEM;
+		}
+		watched = rc_monitor_watch(ustart, uend) == 0;
+		if (watched || c->explicit_invalidate)
+			ret = reg_evicting(c, ustart, uend, uaccess, &handle);
+		else
+			ret = -EOPNOTSUPP;
+		if (ret && ret != -EOPNOTSUPP && merge &&
+		    (ustart != pstart || uend != pend)) {
+			/* The union may reach memory the request does not:
+			 * try the request alone. */
+			merge = false;
+			retry_alone = true;
+		}
+
+		rc_kill_batch_init(&batch);
+		pthread_mutex_lock(&c->lock);
+		TAILQ_REMOVE(&c->pending, &pending, link);
+		if (ret) {
+			rc_region_free_locked(c, nr);
+			pthread_mutex_unlock(&c->lock);
+			if (watched)
+				rc_monitor_unwatch(ustart, uend);
+			if (ret == -EOPNOTSUPP)
+				/* The monitor cannot watch this memory. */
+				return get_passthrough(c, pstart, pend, access,
+						       out);
+			if (retry_alone) {
+				attempt--;
+				continue;
+			}
+			return ret;
+		}
+		rc_cache_sync_locked(c, &batch);
+		if (!pending.tainted &&
+		    absorb_overlaps_locked(c, ustart, uend, uaccess, &batch)) {
+			rc_region_publish(nr, ustart, uend, uaccess, handle,
+					  watched ? RC_REGION_WATCHED : 0);
+			atomic_fetch_add_explicit(&c->clock, 1,
+						  memory_order_relaxed);
+			rc_index_insert(c, nr);
+			rc_index_hint(c, start, nr);
+			rc_evict_over_limits_locked(c, &batch);
+			indexed = true;
+		}
+		pthread_mutex_unlock(&c->lock);
+		rc_region_kill_finish(c, &batch);
+		if (indexed) {
+			rc_fetch_add_relaxed(&c->st_misses, 1);
+			*out = (struct regcache_region *)nr;
+			return 0;
+		}
+		/* The range changed while we pinned it, or another thread
+		 * indexed an overlapping region: start over. */
+		rc_store_relaxed(&nr->flags, watched ? RC_REGION_WATCHED : 0);
+		rc_store_relaxed(&nr->start, ustart);
+		rc_store_relaxed(&nr->end, uend);
+		nr->handle = handle;
+		rc_region_dereg(c, nr);
+		pthread_mutex_lock(&c->lock);
+		rc_region_free_locked(c, nr);
+		pthread_mutex_unlock(&c->lock);
+	}
+	rc_info("range %p+%zu keeps changing while it is registered; serving "
+		"it uncached", addr, len);
+	return get_passthrough(c, pstart, pend, access, out);
+}
+
+/* ---------------------------------------------------------------------
+ * The hit path
+ * ------------------------------------------------------------------- */
+
+int regcache_get(struct regcache *c, const void *addr, size_t len,
+		 unsigned access, struct regcache_region **out)
+{
+	uintptr_t start = (uintptr_t)addr, end = start + len;
+	struct rc_region *r;
+	uint32_t seq;
+
+	if (rc_unlikely(!c || !out || !len || end < start ||
+			!rc_monitor_current(&c->cursor)))
+		return get_slow(c, addr, len, access, out);
+	r = rc_load_acquire(&c->hint[rc_hint_slot(c, start)]);
+	if (rc_unlikely(!r))
+		return get_slow(c, addr, len, access, out);
+	seq = rc_load_acquire(&r->seq);
+	if (rc_unlikely(rc_seq_state(seq) != RC_SEQ_LIVE ||
+			start < rc_load_relaxed(&r->start) ||
+			end > rc_load_relaxed(&r->end) ||
+			(access & ~rc_load_relaxed(&r->access))))
+		return get_slow(c, addr, len, access, out);
+	if (rc_unlikely(!rc_region_ref(c, r, seq)))
+		return get_slow(c, addr, len, access, out);
+	if (rc_unlikely(c->probe_hits) &&
+	    rc_monitor_validate(rc_load_relaxed(&r->start),
+				rc_load_relaxed(&r->end))) {
+		/* A change may be in flight (userfaultfd): anything unknown
+		 * invalidates (design rule 8). */
+		regcache_invalidate(c, (void *)rc_load_relaxed(&r->start),
+				    rc_load_relaxed(&r->end) -
+					    rc_load_relaxed(&r->start));
+		rc_region_unref(c, r);
+		return get_slow(c, addr, len, access, out);
+	}
+	rc_bump_relaxed(&r->hits, 1);
+	*out = (struct regcache_region *)r;
+	return 0;
+}
+
+static rc_noinline void put_passthrough(struct regcache *c,
+					struct rc_region *r)
+{
+	rc_region_dereg(c, r);
+	pthread_mutex_lock(&c->lock);
+	rc_region_free_locked(c, r);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void regcache_put(struct regcache *c, struct regcache_region *region)
+{
+	struct rc_region *r = (struct rc_region *)region;
+
+	if (rc_unlikely(!c || !r)) {
+		if (r)
+			rc_warn("regcache_put(NULL, %p): pass the cache the "
+				"region came from", (void *)r);
+		return;
+	}
+	if (rc_unlikely(rc_load_relaxed(&r->flags) & RC_REGION_PASSTHROUGH)) {
+		put_passthrough(c, r);
+		return;
+	}
+	/* The LRU's notion of "recent": no list move, no lock. */
+	rc_store_relaxed(&r->last_use, rc_load_relaxed(&c->clock));
+	rc_region_unref(c, r);
+}
+
+/* ---------------------------------------------------------------------
+ * Region accessors
+ * ------------------------------------------------------------------- */
+
+void *regcache_region_handle(const struct regcache_region *region)
+{
+	return region ? ((const struct rc_region *)region)->handle : NULL;
+}
+
+void *regcache_region_addr(const struct regcache_region *region)
+{
+	struct rc_region *r = (struct rc_region *)region;
+
+	return r ? (void *)rc_load_relaxed(&r->start) : NULL;
+}
+
+size_t regcache_region_len(const struct regcache_region *region)
+{
+	struct rc_region *r = (struct rc_region *)region;
+
+	return r ? rc_load_relaxed(&r->end) - rc_load_relaxed(&r->start) : 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Control
+ * ------------------------------------------------------------------- */
+
+int regcache_invalidate(struct regcache *c, const void *addr, size_t len)
+{
+	uintptr_t start = (uintptr_t)addr, end = start + len;
+	struct rc_kill_batch batch;
+	unsigned n;
+
+	if (!c || !len || end < start) {
+		rc_warn("regcache_invalidate(cache=%p, addr=%p, len=%zu): %s",
+			(void *)c, addr, len,
+			!c ? "NULL cache" : !len ? "zero length" :
+						   "range wraps around");
+		return -EINVAL;
+	}
+	rc_kill_batch_init(&batch);
+	pthread_mutex_lock(&c->lock);
+	rc_cache_sync_locked(c, &batch);
+	n = rc_index_invalidate_locked(c, start, end, &batch);
+	if (n)
+		rc_fetch_add_relaxed(&c->st_invalidations, n);
+	pthread_mutex_unlock(&c->lock);
+	rc_region_kill_finish(c, &batch);
+	return (int)n;
+}
+
+void regcache_flush(struct regcache *c)
+{
+	struct rc_kill_batch batch;
+	struct rc_region *r, *next;
+
+	if (!c)
+		return;
+	rc_kill_batch_init(&batch);
+	pthread_mutex_lock(&c->lock);
+	rc_cache_sync_locked(c, &batch);
+	TAILQ_FOREACH_SAFE(r, &c->lru, link, next)
+		if (!rc_region_refs(r))
+			rc_region_kill_locked(c, r, &batch);
+	pthread_mutex_unlock(&c->lock);
+	/* Also collects dead regions whose last put raced with their kill. */
+	batch.killed++;
+	rc_region_kill_finish(c, &batch);
+}
+
+/* ---------------------------------------------------------------------
+ * Lifetime
+ * ------------------------------------------------------------------- */
+
+int rc_cache_create(const struct regcache_params *params,
+		    struct regcache **cache)
+{
+	struct regcache *c;
+	int ret;
+
+	if (!page_size)
+		page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
+	c = aligned_alloc(rc_cacheline, (sizeof(*c) + rc_cacheline - 1) &
+						~(size_t)(rc_cacheline - 1));
+	if (!c)
+		return -ENOMEM;
+	memset(c, 0, sizeof(*c));
+	c->ops = *params->ops;
+	c->ctx = params->ctx;
+	c->flags = params->flags;
+	c->explicit_invalidate =
+		!!(params->flags & REGCACHE_FLAG_EXPLICIT_INVALIDATE);
+	c->max_regions = params->max_regions ? params->max_regions
+					     : env_size("REGCACHE_MAX_REGIONS");
+	if (!c->max_regions)
+		c->max_regions = RC_DEFAULT_MAX_REGIONS;
+	c->max_bytes = params->max_bytes ? params->max_bytes
+					 : env_size("REGCACHE_MAX_BYTES");
+	if (!c->max_bytes)
+		c->max_bytes = default_max_bytes();
+	pthread_mutex_init(&c->lock, NULL);
+	TAILQ_INIT(&c->dead_list);
+	TAILQ_INIT(&c->pending);
+	TAILQ_INIT(&c->fresh);
+	ret = rc_index_init(c);
+	if (ret)
+		goto err_free;
+	c->biased = rc_membarrier_init();
+	ret = rc_monitor_acquire();
+	if (ret)
+		goto err_index;
+	rc_monitor_cursor_init(&c->cursor);
+	update_monitor_caps(c);
+	rc_info("cache %p: monitor %s, max %zu regions / %zu bytes%s", (void *)c,
+		rc_mon.ops ? rc_mon.ops->name : "none", c->max_regions,
+		c->max_bytes, c->never_cache ? ", pass-through" : "");
+	*cache = c;
+	return 0;
+
+err_index:
+	rc_index_fini(c);
+err_free:
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	return ret;
+}
+
+int regcache_create(const struct regcache_params *params,
+		    struct regcache **cache)
+{
+	if (!params || !params->ops || !params->ops->reg ||
+	    !params->ops->dereg || !cache ||
+	    (params->flags & ~(REGCACHE_FLAG_EXPLICIT_INVALIDATE |
+			       REGCACHE_FLAG_NO_HIT_PROBE))) {
+		rc_warn("regcache_create: %s",
+			!params || !cache ? "params and cache must not be NULL"
+			: !params->ops || !params->ops->reg ||
+					!params->ops->dereg
+				? "params->ops with both reg and dereg is required"
+				: "unknown bits in params->flags");
+		return -EINVAL;
+	}
+	return rc_cache_create(params, cache);
+}
+
+void regcache_destroy(struct regcache *c)
+{
+	struct rc_kill_batch batch;
+	struct rc_region *r;
+	size_t held = 0;
+
+	if (!c)
+		return;
+	rc_kill_batch_init(&batch);
+	pthread_mutex_lock(&c->lock);
+	rc_cache_sync_locked(c, &batch);
+	while ((r = TAILQ_FIRST(&c->lru)))
+		rc_region_kill_locked(c, r, &batch);
+	pthread_mutex_unlock(&c->lock);
+	batch.killed++;
+	rc_region_kill_finish(c, &batch);
+
+	/* What is left is held by callers: report, then deregister anyway. */
+	while ((r = TAILQ_FIRST(&c->dead_list))) {
+		TAILQ_REMOVE(&c->dead_list, r, link);
+		held++;
+		rc_region_dereg(c, r);
+	}
+	if (held)
+		rc_warn("cache %p destroyed while %zu regions were still held "
+			"(missing regcache_put); they were deregistered and "
+			"their pointers are now invalid", (void *)c, held);
+	if (rc_load_relaxed(&c->cur_regions))
+		rc_warn("cache %p: %llu pass-through regions were still held "
+			"and are leaked", (void *)c,
+			(unsigned long long)rc_load_relaxed(&c->cur_regions));
+	rc_monitor_release();
+	rc_index_fini(c);
+	rc_region_slabs_free(c);
+	if (c->registrar_destroy)
+		c->registrar_destroy(c->registrar_priv);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}

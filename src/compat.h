@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* Small portability helpers: branch hints, atomics that name their order. */
+#ifndef RC_COMPAT_H
+#define RC_COMPAT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define rc_likely(x)	__builtin_expect(!!(x), 1)
+#define rc_unlikely(x)	__builtin_expect(!!(x), 0)
+#define rc_noinline	__attribute__((noinline))
+#define rc_hidden	__attribute__((visibility("hidden")))
+#define rc_cacheline	64
+
+#define rc_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* Every atomic access names its order (see style.md, mimalloc atomic.h). */
+#define rc_load_relaxed(p)	atomic_load_explicit((p), memory_order_relaxed)
+#define rc_load_acquire(p)	atomic_load_explicit((p), memory_order_acquire)
+#define rc_store_relaxed(p, v)	atomic_store_explicit((p), (v), memory_order_relaxed)
+#define rc_store_release(p, v)	atomic_store_explicit((p), (v), memory_order_release)
+#define rc_fetch_add_relaxed(p, v) atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
+/* seq_cst RMW: a full barrier on x86; used for the Dekker pairs of refcounts */
+#define rc_fetch_add_seqcst(p, v) atomic_fetch_add_explicit((p), (v), memory_order_seq_cst)
+#define rc_fetch_sub_seqcst(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_seq_cst)
+#define rc_fence_seqcst()	atomic_thread_fence(memory_order_seq_cst)
+/* Orders a thread's own accesses against the compiler only; the CPU side is
+ * supplied by membarrier() in the thread that reads them (see region.h). */
+#define rc_compiler_fence()	atomic_signal_fence(memory_order_seq_cst)
+
+/* Non-atomic increment of a word only one thread writes, readable by others. */
+#define rc_bump_relaxed(p, v) \
+	rc_store_relaxed((p), rc_load_relaxed(p) + (v))
+
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#endif
+
+#endif /* RC_COMPAT_H */

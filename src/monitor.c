@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The process-wide monitor: picks a backend, owns the queue of invalidated
+ * ranges and the generation word, detects fork, and counts its users.
+ *
+ * It is the library's only global state, because the kernel facilities are
+ * process-wide: one userfaultfd owner per VMA, one set of BPF programs.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "monitor.h"
+
+/* Until the first cache maps the real guard page, the hit path is never run;
+ * this keeps rc_mon.fork_guard dereferenceable anyway. */
+static _Atomic uint64_t static_guard = 1;
+
+struct rc_monitor rc_mon = {
+	.gen = &rc_mon.queue_head,
+	.fork_guard = &static_guard,
+};
+
+/* Protects users, backend start/stop, ->pull() and fork recovery. Never held
+ * while allocating, unmapping or calling a registrar (design rule 1). */
+static pthread_mutex_t mon_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned mon_users;
+static struct rc_monitor_ops active_ops;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+#ifndef RC_HAVE_MONITOR_BPF
+const struct rc_monitor_ops rc_monitor_bpf_ops;
+#endif
+#ifndef RC_HAVE_MONITOR_UFFD
+const struct rc_monitor_ops rc_monitor_uffd_ops;
+#endif
+
+/* In the order "auto" tries them. A backend not built has no ->start. */
+static const struct rc_monitor_ops *const backends[] = {
+	&rc_monitor_bpf_ops,
+	&rc_monitor_uffd_ops,
+	&rc_monitor_none_ops,
+};
+
+static int stub_watch(struct rc_monitor *mon, uintptr_t s, uintptr_t e)
+{
+	(void)mon, (void)s, (void)e;
+	return -EOPNOTSUPP;
+}
+static void stub_unwatch(struct rc_monitor *mon, uintptr_t s, uintptr_t e)
+{
+	(void)mon, (void)s, (void)e;
+}
+static int stub_validate(struct rc_monitor *mon, uintptr_t s, uintptr_t e)
+{
+	(void)mon, (void)s, (void)e;
+	return 0;
+}
+static void stub_mon(struct rc_monitor *mon)
+{
+	(void)mon;
+}
+
+/* Fill the optional ops with stubs so callers never test for NULL
+ * (rdma-core libibverbs/dummy_ops.c). ->pull stays NULL-able: it tells
+ * sync whether to take the lock at all. */
+static void set_ops(const struct rc_monitor_ops *ops)
+{
+	active_ops = *ops;
+	if (!active_ops.watch)
+		active_ops.watch = stub_watch;
+	if (!active_ops.unwatch)
+		active_ops.unwatch = stub_unwatch;
+	if (!active_ops.validate)
+		active_ops.validate = stub_validate;
+	if (!active_ops.forked)
+		active_ops.forked = stub_mon;
+	if (!active_ops.stop)
+		active_ops.stop = stub_mon;
+	rc_mon.ops = &active_ops;
+}
+
+static void reset_queue(void)
+{
+	rc_store_relaxed(&rc_mon.queue_head, 0);
+	for (unsigned i = 0; i < RC_QUEUE_SIZE; i++)
+		rc_store_relaxed(&rc_mon.queue[i].seq, 0);
+	rc_mon.gen = &rc_mon.queue_head;
+	rc_mon.backend = NULL;
+	rc_mon.caps = (struct rc_monitor_caps){ 0 };
+}
+
+static bool backend_wanted(const struct rc_monitor_ops *ops, const char *want)
+{
+	if (!ops->start)
+		return false;
+	if (!want || !*want || !strcmp(want, "auto"))
+		return true;
+	return !strcmp(want, ops->name) ||
+	       (!strcmp(want, "uffd") && !strcmp(ops->name, "userfaultfd"));
+}
+
+/* Start the first backend that $REGCACHE_MONITOR allows and that works.
+ * Called with mon_lock held. Always ends with some backend ("none"). */
+static void start_backend(void)
+{
+	const char *want = getenv("REGCACHE_MONITOR");
+	bool known = !want || !*want || !strcmp(want, "auto") ||
+		     !strcmp(want, "uffd");
+
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
+		const struct rc_monitor_ops *ops = backends[i];
+		int ret;
+
+		if (want && ops->name && !strcmp(want, ops->name))
+			known = true;
+		if (!backend_wanted(ops, want))
+			continue;
+		reset_queue();
+		set_ops(ops);
+		ret = ops->start(&rc_mon);
+		if (!ret) {
+			rc_info("monitor backend \"%s\" started%s", ops->name,
+				want ? " (from REGCACHE_MONITOR)" : "");
+			return;
+		}
+		rc_info("monitor backend \"%s\" unavailable: %s", ops->name,
+			strerror(-ret));
+		if (want && strcmp(want, "auto"))
+			rc_warn("REGCACHE_MONITOR=%s is unavailable (%s); "
+				"registrations will not be cached",
+				want, strerror(-ret));
+	}
+	if (!known)
+		rc_warn("REGCACHE_MONITOR=%s is unknown (use auto, bpf, "
+			"userfaultfd or none); registrations will not be cached",
+			want);
+	reset_queue();
+	set_ops(&rc_monitor_none_ops);
+	rc_monitor_none_ops.start(&rc_mon);
+}
+
+static void stop_backend(void)
+{
+	if (rc_mon.ops)
+		rc_mon.ops->stop(&rc_mon);
+	rc_mon.ops = NULL;
+	reset_queue();
+}
+
+/* A fork while another thread holds mon_lock would leave it locked forever in
+ * the child; hold it across fork instead. Raw fork syscalls bypass this and
+ * are documented as unsupported while another thread is inside regcache. */
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&mon_lock);
+}
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&mon_lock);
+}
+static void atfork_child(void)
+{
+	pthread_mutex_unlock(&mon_lock);
+}
+static void register_atfork(void)
+{
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* The guard word lives in a MADV_WIPEONFORK page: any fork, including a raw
+ * clone() that bypasses pthread_atfork, hands the child a zeroed page, so the
+ * hit path notices with one load instead of a getpid() syscall. */
+static int map_fork_guard(void)
+{
+	void *page;
+
+	if (rc_mon.fork_guard != &static_guard)
+		return 0;
+	page = mmap(NULL, sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page == MAP_FAILED)
+		return -errno;
+	if (madvise(page, sysconf(_SC_PAGESIZE), MADV_WIPEONFORK)) {
+		int ret = -errno;
+
+		rc_error("madvise(MADV_WIPEONFORK) failed: %s; "
+			 "fork detection needs Linux 4.14+", strerror(-ret));
+		munmap(page, sysconf(_SC_PAGESIZE));
+		return ret;
+	}
+	rc_mon.fork_guard = page;
+	rc_store_relaxed(rc_mon.fork_guard, 1);
+	return 0;
+}
+
+int rc_monitor_acquire(void)
+{
+	int ret = 0;
+
+	pthread_once(&atfork_once, register_atfork);
+	pthread_mutex_lock(&mon_lock);
+	if (mon_users == 0) {
+		ret = map_fork_guard();
+		if (!ret) {
+			start_backend();
+			atomic_fetch_add_explicit(&rc_mon.epoch, 1,
+						  memory_order_release);
+		}
+	}
+	if (!ret)
+		mon_users++;
+	pthread_mutex_unlock(&mon_lock);
+	return ret;
+}
+
+void rc_monitor_release(void)
+{
+	pthread_mutex_lock(&mon_lock);
+	if (mon_users && --mon_users == 0)
+		stop_backend();
+	pthread_mutex_unlock(&mon_lock);
+}
+
+/* In a forked child: drop what the parent's backend left us and start a
+ * fresh one for this process. Every cache sees the new epoch and forgets its
+ * regions without deregistering them. */
+static void recover_from_fork(void)
+{
+	pthread_mutex_lock(&mon_lock);
+	if (rc_load_relaxed(rc_mon.fork_guard) == 0) {
+		rc_info("fork detected (pid %d): restarting the monitor; "
+			"cached regions of the parent are forgotten",
+			(int)getpid());
+		if (rc_mon.ops)
+			rc_mon.ops->forked(&rc_mon);
+		rc_mon.ops = NULL;
+		if (mon_users)
+			start_backend();
+		atomic_fetch_add_explicit(&rc_mon.epoch, 1,
+					  memory_order_release);
+		rc_store_relaxed(rc_mon.fork_guard, 1);
+	}
+	pthread_mutex_unlock(&mon_lock);
+}
+
+void rc_monitor_cursor_init(struct rc_monitor_cursor *cur)
+{
+	cur->epoch = atomic_load_explicit(&rc_mon.epoch, memory_order_acquire);
+	rc_store_release(&cur->gen_seen, rc_load_acquire(rc_mon.gen));
+	cur->pos = rc_load_acquire(&rc_mon.queue_head);
+}
+
+void rc_monitor_publish(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
+{
+	uint64_t head = rc_load_relaxed(&mon->queue_head);
+	struct rc_queue_slot *slot = &mon->queue[head & (RC_QUEUE_SIZE - 1)];
+
+	/* Per-slot seqlock: readers that see seq != index+1 before or after
+	 * reading the range treat the slot as overwritten (an overflow). */
+	rc_store_relaxed(&slot->seq, 0);
+	atomic_thread_fence(memory_order_release);
+	rc_store_relaxed(&slot->start, start);
+	rc_store_relaxed(&slot->end, end);
+	rc_store_release(&slot->seq, head + 1);
+	/* Release pairs with the acquire in rc_monitor_current() and
+	 * rc_monitor_sync(): the slot is visible before the head moves. */
+	rc_store_release(&mon->queue_head, head + 1);
+}
+
+void rc_monitor_publish_all(struct rc_monitor *mon)
+{
+	rc_monitor_publish(mon, 0, UINTPTR_MAX);
+}
+
+bool rc_monitor_sync(struct rc_monitor_cursor *cur, rc_invalidate_fn *fn,
+		     void *arg)
+{
+	uint64_t gen, head, pos;
+
+	if (rc_unlikely(rc_load_relaxed(rc_mon.fork_guard) == 0))
+		recover_from_fork();
+	if (cur->epoch != atomic_load_explicit(&rc_mon.epoch,
+					       memory_order_acquire)) {
+		rc_monitor_cursor_init(cur);
+		return true;
+	}
+
+	/* Read the generation first: every range that moved it is in the
+	 * kernel's ring (bpf) or in the queue by now, so after the pull and
+	 * the drain below it is safe to adopt this value. */
+	gen = rc_load_acquire(rc_mon.gen);
+	if (rc_mon.ops && rc_mon.ops->pull) {
+		pthread_mutex_lock(&mon_lock);
+		if (rc_mon.ops && rc_mon.ops->pull)
+			rc_mon.ops->pull(&rc_mon);
+		pthread_mutex_unlock(&mon_lock);
+	}
+	head = rc_load_acquire(&rc_mon.queue_head);
+	pos = cur->pos;
+	if (head - pos > RC_QUEUE_SIZE) {
+		fn(arg, 0, UINTPTR_MAX);
+		pos = head;
+	}
+	for (; pos < head; pos++) {
+		struct rc_queue_slot *slot = &rc_mon.queue[pos & (RC_QUEUE_SIZE - 1)];
+		uint64_t seq1 = rc_load_acquire(&slot->seq);
+		uintptr_t start = rc_load_relaxed(&slot->start);
+		uintptr_t end = rc_load_relaxed(&slot->end);
+		uint64_t seq2;
+
+		atomic_thread_fence(memory_order_acquire);
+		seq2 = rc_load_relaxed(&slot->seq);
+		if (seq1 != pos + 1 || seq2 != pos + 1) {
+			/* Overwritten while we read: we fell a whole queue
+			 * behind. Anything unknown invalidates (rule 8). */
+			fn(arg, 0, UINTPTR_MAX);
+			pos = rc_load_acquire(&rc_mon.queue_head);
+			break;
+		}
+		fn(arg, start, end);
+	}
+	cur->pos = pos;
+	/* Release: @fn applied every range before this store, so a hit that
+	 * sees the new value also sees those regions dead. */
+	rc_store_release(&cur->gen_seen, gen);
+	return false;
+}
+
+int rc_monitor_watch(uintptr_t start, uintptr_t end)
+{
+	return rc_mon.ops->watch(&rc_mon, start, end);
+}
+
+void rc_monitor_unwatch(uintptr_t start, uintptr_t end)
+{
+	rc_mon.ops->unwatch(&rc_mon, start, end);
+}
+
+int rc_monitor_validate(uintptr_t start, uintptr_t end)
+{
+	return rc_mon.ops->validate(&rc_mon, start, end);
+}
+
+const char *regcache_monitor_name(void)
+{
+	const char *name;
+
+	pthread_mutex_lock(&mon_lock);
+	if (mon_users) {
+		name = rc_mon.ops ? rc_mon.ops->name : "none";
+	} else {
+		/* Nobody uses the monitor: try the selection and undo it, so
+		 * nothing stays attached (a BPF load costs ~100 ms). */
+		start_backend();
+		name = rc_mon.ops->name;
+		stop_backend();
+	}
+	pthread_mutex_unlock(&mon_lock);
+	return name;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cache's view of the process-wide monitor: subscribe before pinning,
+ * check one generation word per hit, drain published ranges when it moved.
+ */
+#ifndef RC_MONITOR_H
+#define RC_MONITOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "compat.h"
+#include "monitor/monitor.h"
+
+extern rc_hidden struct rc_monitor rc_mon;
+
+/**
+ * struct rc_monitor_cursor - how far one cache has read the monitor
+ * @gen_seen: *rc_mon.gen when the cache last drained.
+ * @pos:      queue index of the next range to read.
+ * @epoch:    rc_mon.epoch at the last drain; differs after fork.
+ */
+struct rc_monitor_cursor {
+	_Atomic uint64_t gen_seen;	/* read by the hit path of any thread */
+	uint64_t pos;
+	uint64_t epoch;
+};
+
+/* Called for each published range; [0, UINTPTR_MAX) means everything. */
+typedef void rc_invalidate_fn(void *arg, uintptr_t start, uintptr_t end);
+
+/* One cache more (the first one starts a backend) / one less (the last stops
+ * it). acquire returns 0 or -errno; it never fails for lack of a backend. */
+rc_hidden int rc_monitor_acquire(void);
+rc_hidden void rc_monitor_release(void);
+
+/**
+ * rc_monitor_current - the hit path's check: nothing published since the
+ * cache last drained, and this is not a forked child.
+ *
+ * The acquire load pairs with the backend's publish-then-bump (the queue
+ * slot, or the BPF ring record, is written before the generation moves), so
+ * a cache that sees the old value has missed no range that changed before
+ * this thread's own later mmap could return the same address.
+ */
+static inline bool rc_monitor_current(const struct rc_monitor_cursor *cur)
+{
+	return rc_load_acquire(rc_mon.gen) == rc_load_acquire(&cur->gen_seen) &&
+	       rc_load_relaxed(rc_mon.fork_guard) != 0;
+}
+
+/**
+ * rc_monitor_sync - apply every range published since @cur last looked
+ *
+ * Calls @fn for each range (or once with everything after an overflow) and
+ * advances @cur. Returns true when the process forked since the last sync:
+ * the caller must then forget every region *without* deregistering it (the
+ * registrations belong to the parent) before calling @fn's results matter.
+ * Called with the cache lock held; takes the monitor lock only to pull.
+ */
+rc_hidden bool rc_monitor_sync(struct rc_monitor_cursor *cur,
+			       rc_invalidate_fn *fn, void *arg);
+
+/* Start a cursor at the present (nothing to drain yet). */
+rc_hidden void rc_monitor_cursor_init(struct rc_monitor_cursor *cur);
+
+static inline bool rc_monitor_can_cache(void)
+{
+	return rc_mon.caps.can_cache;
+}
+
+static inline bool rc_monitor_validates_hits(void)
+{
+	return rc_mon.caps.validate_hits;
+}
+
+/* Thin wrappers over the backend ops; see monitor/monitor.h. */
+rc_hidden int rc_monitor_watch(uintptr_t start, uintptr_t end);
+rc_hidden void rc_monitor_unwatch(uintptr_t start, uintptr_t end);
+rc_hidden int rc_monitor_validate(uintptr_t start, uintptr_t end);
+
+#endif /* RC_MONITOR_H */

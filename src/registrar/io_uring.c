@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The io_uring registrar: a region is one slot of the ring's sparse
+ * fixed-buffer table. Registering fills the slot with the buffer's iovec
+ * (the kernel pins the pages, like ibv_reg_mr); deregistering updates the
+ * slot to an empty iovec, which unpins them once no request uses them.
+ */
+#include <errno.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <regcache/uring.h>
+
+#include "../cache.h"
+#include "../log.h"
+
+/* The kernel's limit on fixed buffers per ring (IORING_MAX_REG_BUFFERS). */
+#define RC_URING_MAX_SLOTS 16384u
+
+struct rc_uring {
+	struct io_uring *ring;
+	unsigned first;
+	unsigned count;
+	bool owns_table;
+	pthread_mutex_t lock;	/* protects free_slots; never held across a syscall */
+	unsigned nr_free;
+	unsigned free_slots[];	/* stack of free slot indexes */
+};
+
+static int uring_reg(void *ctx, void *addr, size_t len, unsigned access,
+		     void **handle)
+{
+	struct rc_uring *u = ctx;
+	struct iovec iov = { .iov_base = addr, .iov_len = len };
+	unsigned slot;
+	int ret;
+
+	(void)access; /* fixed buffers are always readable and writable */
+	pthread_mutex_lock(&u->lock);
+	if (!u->nr_free) {
+		pthread_mutex_unlock(&u->lock);
+		return -ENOSPC;
+	}
+	slot = u->free_slots[--u->nr_free];
+	pthread_mutex_unlock(&u->lock);
+
+	ret = io_uring_register_buffers_update_tag(u->ring, slot, &iov, NULL, 1);
+	if (ret == 1) {
+		*handle = (void *)(uintptr_t)(slot + 1);
+		return 0;
+	}
+	pthread_mutex_lock(&u->lock);
+	u->free_slots[u->nr_free++] = slot;
+	pthread_mutex_unlock(&u->lock);
+	if (ret >= 0)
+		ret = -EIO;
+	rc_debug("io_uring buffer update of slot %u (%p+%zu) failed: %s", slot,
+		 addr, len, strerror(-ret));
+	return ret;
+}
+
+static void uring_dereg(void *ctx, void *handle)
+{
+	struct rc_uring *u = ctx;
+	unsigned slot = (unsigned)((uintptr_t)handle - 1);
+	struct iovec empty = { 0 };
+	int ret;
+
+	ret = io_uring_register_buffers_update_tag(u->ring, slot, &empty, NULL, 1);
+	if (ret != 1)
+		rc_error("could not release fixed buffer slot %u: %s; the "
+			 "slot is lost until the ring is closed", slot,
+			 strerror(ret < 0 ? -ret : EIO));
+	pthread_mutex_lock(&u->lock);
+	if (ret == 1)
+		u->free_slots[u->nr_free++] = slot;
+	pthread_mutex_unlock(&u->lock);
+}
+
+static const struct regcache_ops uring_ops = {
+	.reg = uring_reg,
+	.dereg = uring_dereg,
+};
+
+static void uring_destroy(void *priv)
+{
+	struct rc_uring *u = priv;
+
+	if (u->owns_table)
+		io_uring_unregister_buffers(u->ring);
+	pthread_mutex_destroy(&u->lock);
+	free(u);
+}
+
+static int create(struct io_uring *ring, unsigned first, unsigned count,
+		  bool owns_table, const struct regcache_params *params,
+		  struct regcache **cache)
+{
+	struct regcache_params p = { 0 };
+	struct rc_uring *u;
+	int ret;
+
+	u = calloc(1, sizeof(*u) + count * sizeof(u->free_slots[0]));
+	if (!u)
+		return -ENOMEM;
+	u->ring = ring;
+	u->first = first;
+	u->count = count;
+	u->owns_table = owns_table;
+	pthread_mutex_init(&u->lock, NULL);
+	/* Lowest slots on top of the stack: small, stable indexes. */
+	for (unsigned i = 0; i < count; i++)
+		u->free_slots[u->nr_free++] = first + count - 1 - i;
+
+	if (params)
+		p = *params;
+	p.ops = &uring_ops;
+	p.ctx = u;
+	ret = regcache_create(&p, cache);
+	if (ret) {
+		pthread_mutex_destroy(&u->lock);
+		free(u);
+		return ret;
+	}
+	if ((*cache)->max_regions > count)
+		(*cache)->max_regions = count;
+	(*cache)->registrar_priv = u;
+	(*cache)->registrar_destroy = uring_destroy;
+	return 0;
+}
+
+int regcache_uring_create(struct io_uring *ring,
+			  const struct regcache_params *params,
+			  struct regcache **cache)
+{
+	int ret;
+
+	if (!ring || !cache) {
+		rc_warn("regcache_uring_create: ring and cache must not be NULL");
+		return -EINVAL;
+	}
+	ret = io_uring_register_buffers_sparse(ring, RC_URING_MAX_SLOTS);
+	if (ret == -EBUSY) {
+		rc_warn("regcache_uring_create: the ring already has a fixed "
+			"buffer table; create the cache before registering "
+			"buffers, or hand it empty slots with "
+			"regcache_uring_create_slots()");
+		return ret;
+	}
+	if (ret) {
+		rc_warn("regcache_uring_create: registering a sparse table of "
+			"%u buffers failed: %s", RC_URING_MAX_SLOTS,
+			strerror(-ret));
+		return ret;
+	}
+	ret = create(ring, 0, RC_URING_MAX_SLOTS, true, params, cache);
+	if (ret)
+		io_uring_unregister_buffers(ring);
+	return ret;
+}
+
+int regcache_uring_create_slots(struct io_uring *ring, unsigned first,
+				unsigned count,
+				const struct regcache_params *params,
+				struct regcache **cache)
+{
+	if (!ring || !cache || !count || first >= RC_URING_MAX_SLOTS ||
+	    count > RC_URING_MAX_SLOTS - first) {
+		rc_warn("regcache_uring_create_slots(first=%u, count=%u): "
+			"need a ring, a cache pointer and 1..%u slots within "
+			"the table", first, count, RC_URING_MAX_SLOTS);
+		return -EINVAL;
+	}
+	return create(ring, first, count, false, params, cache);
+}
+
+int regcache_region_buf_index(const struct regcache_region *region)
+{
+	if (!region)
+		return -EINVAL;
+	return (int)((uintptr_t)regcache_region_handle(region) - 1);
+}

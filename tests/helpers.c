@@ -1,0 +1,108 @@
+#define _GNU_SOURCE
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+int t_failures;
+
+void t_ring_init(struct io_uring *ring)
+{
+	int ret = io_uring_queue_init(8, ring, 0);
+
+	if (ret) {
+		fprintf(stderr, "io_uring_queue_init: %s\n", strerror(-ret));
+		exit(T_EXIT_FAIL);
+	}
+}
+
+struct regcache *t_uring_cache(struct io_uring *ring, unsigned flags,
+			       size_t max_regions, size_t max_bytes)
+{
+	struct regcache_params p = {
+		.flags = flags,
+		.max_regions = max_regions,
+		.max_bytes = max_bytes,
+	};
+	struct regcache *c;
+	int ret = regcache_uring_create(ring, &p, &c);
+
+	if (ret) {
+		fprintf(stderr, "regcache_uring_create: %s\n", strerror(-ret));
+		exit(T_EXIT_FAIL);
+	}
+	return c;
+}
+
+static unsigned char pattern_byte(unsigned seed, size_t i)
+{
+	return (unsigned char)((seed * 131u + i * 7u + (i >> 8)) | 1u);
+}
+
+bool t_dma_visible(struct io_uring *ring, struct regcache_region *region,
+		   void *buf, size_t len, unsigned seed)
+{
+	static unsigned char src[65536];
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	unsigned char *dst = buf;
+	int fds[2], ret;
+	bool ok = true;
+
+	T_REQUIRE(len <= sizeof(src));
+	T_REQUIRE(pipe(fds) == 0);
+	fcntl(fds[0], F_SETPIPE_SZ, 1 << 17);
+	for (size_t i = 0; i < len; i++)
+		src[i] = pattern_byte(seed, i);
+	T_REQUIRE(write(fds[1], src, len) == (ssize_t)len);
+	/* The application's view starts with something else. */
+	memset(dst, 0, len);
+
+	sqe = io_uring_get_sqe(ring);
+	T_REQUIRE(sqe);
+	io_uring_prep_read_fixed(sqe, fds[0], dst, len, 0,
+				 regcache_region_buf_index(region));
+	T_REQUIRE(io_uring_submit(ring) == 1);
+	T_REQUIRE(io_uring_wait_cqe(ring, &cqe) == 0);
+	ret = cqe->res;
+	io_uring_cqe_seen(ring, cqe);
+	close(fds[0]);
+	close(fds[1]);
+	if (ret != (int)len) {
+		fprintf(stderr, "READ_FIXED returned %d (%s), expected %zu\n",
+			ret, ret < 0 ? strerror(-ret) : "short", len);
+		exit(T_EXIT_FAIL);
+	}
+	for (size_t i = 0; i < len; i++)
+		if (dst[i] != pattern_byte(seed, i)) {
+			ok = false;
+			break;
+		}
+	return ok;
+}
+
+long t_vma_count(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	long n = 0;
+	int ch;
+
+	T_REQUIRE(f);
+	while ((ch = fgetc(f)) != EOF)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
+void *t_map(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	T_REQUIRE(p != MAP_FAILED);
+	return p;
+}

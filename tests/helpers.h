@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/* Test helpers: exit codes, checks that print expected and actual, and the
+ * DMA oracle (READ_FIXED from a pipe into a registered buffer). */
+#ifndef T_HELPERS_H
+#define T_HELPERS_H
+
+#include <liburing.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+
+#include <regcache.h>
+#include <regcache/uring.h>
+
+#define T_EXIT_PASS 0
+#define T_EXIT_FAIL 1
+#define T_EXIT_SKIP 77
+
+extern int t_failures;
+
+#define T_CHECK(cond)                                                        \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			fprintf(stderr, "%s:%d: check failed: %s\n",         \
+				__FILE__, __LINE__, #cond);                  \
+			t_failures++;                                        \
+		}                                                            \
+	} while (0)
+
+#define T_EXPECT_EQ(expected, actual)                                        \
+	do {                                                                 \
+		long long e_ = (long long)(expected), a_ = (long long)(actual); \
+		if (e_ != a_) {                                              \
+			fprintf(stderr, "%s:%d: %s: expected %lld, got %lld\n", \
+				__FILE__, __LINE__, #actual, e_, a_);        \
+			t_failures++;                                        \
+		}                                                            \
+	} while (0)
+
+/* Abort the test with FAIL (setup errors are failures, not skips). */
+#define T_REQUIRE(cond)                                                      \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			fprintf(stderr, "%s:%d: required: %s\n", __FILE__,   \
+				__LINE__, #cond);                            \
+			exit(T_EXIT_FAIL);                                   \
+		}                                                            \
+	} while (0)
+
+static inline int t_exit_status(void)
+{
+	if (t_failures)
+		fprintf(stderr, "FAIL: %d checks failed\n", t_failures);
+	return t_failures ? T_EXIT_FAIL : T_EXIT_PASS;
+}
+
+/* Iteration counts shrink under sanitizers, which are 5-20x slower. */
+#ifdef REGCACHE_SANITIZE
+#define T_SCALE(n) ((n) / 8 ? (n) / 8 : 1)
+#else
+#define T_SCALE(n) (n)
+#endif
+
+/* A ring for fixed-buffer DMA; exits FAIL if io_uring is unavailable. */
+void t_ring_init(struct io_uring *ring);
+
+/* A cache on @ring with the given flags and limits. */
+struct regcache *t_uring_cache(struct io_uring *ring, unsigned flags,
+			       size_t max_regions, size_t max_bytes);
+
+/*
+ * The DMA oracle: write @len bytes of a pattern derived from @seed into a
+ * pipe, READ_FIXED them into @buf through @region's fixed buffer, and
+ * compare what the application sees at @buf. Returns true when the bytes
+ * arrived, false when they went elsewhere (a stale registration). Fails the
+ * test on an I/O error. @len must be <= 64 KiB (one pipe write).
+ */
+bool t_dma_visible(struct io_uring *ring, struct regcache_region *region,
+		   void *buf, size_t len, unsigned seed);
+
+/* Number of lines in /proc/self/maps (the VMA count). */
+long t_vma_count(void);
+
+/* Page-aligned anonymous mapping; exits FAIL on error. */
+void *t_map(size_t len);
+
+#endif
