@@ -137,8 +137,19 @@ static int reg_evicting(struct regcache *c, uintptr_t start, uintptr_t end,
 				 "treating it as -EIO", ret);
 			ret = -EIO;
 		}
-		if (!out_of_resources(ret) || attempt == 2)
+		if (!out_of_resources(ret) || attempt == 2) {
+			rc_warn("registering %p+%zu failed: %s%s", (void *)start,
+				(size_t)(end - start), strerror(-ret),
+				ret == -EFAULT ? " (is all of it mapped, and "
+						 "writable if the device writes "
+						 "to it?)"
+				: out_of_resources(ret)
+					? " even after evicting idle regions "
+					  "(raise RLIMIT_MEMLOCK, or put "
+					  "regions sooner)"
+					: "");
 			return ret;
+		}
 		rc_kill_batch_init(&batch);
 		pthread_mutex_lock(&c->lock);
 		if (attempt == 0)
@@ -151,8 +162,13 @@ static int reg_evicting(struct regcache *c, uintptr_t start, uintptr_t end,
 		rc_debug("registration of %zu bytes failed (%s); evicted %zu "
 			 "idle regions, retrying", (size_t)(end - start),
 			 strerror(-ret), evicted);
-		if (!evicted && attempt == 1)
+		if (!evicted && attempt == 1) {
+			rc_warn("registering %p+%zu failed: %s and no idle "
+				"region is left to evict; put regions sooner "
+				"or raise the device's limits", (void *)start,
+				(size_t)(end - start), strerror(-ret));
 			return ret;
+		}
 	}
 }
 

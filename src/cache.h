@@ -158,8 +158,9 @@ static inline uintptr_t rc_self(void)
 
 static inline uint32_t rc_region_refs(struct rc_region *r)
 {
-	return rc_load_relaxed(&r->owner_refs) +
-	       rc_load_relaxed(&r->shared_refs);
+	/* Acquire pairs with the release of the last put (region.c). */
+	return rc_load_acquire(&r->owner_refs) +
+	       rc_load_acquire(&r->shared_refs);
 }
 
 /* region.c */

@@ -197,7 +197,10 @@ void rc_region_unref(struct regcache *c, struct rc_region *r)
 	uint32_t seq;
 
 	if (rc_load_relaxed(&r->owner) == rc_self()) {
-		rc_bump_relaxed(&r->owner_refs, -1);
+		/* Release (a plain store on x86): whoever reads zero here and
+		 * deregisters also sees everything the holder did before. */
+		rc_store_release(&r->owner_refs,
+				 rc_load_relaxed(&r->owner_refs) - 1);
 		rc_compiler_fence();
 	} else {
 		rc_fetch_sub_seqcst(&r->shared_refs, 1);

@@ -1,10 +1,10 @@
-#define _GNU_SOURCE
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <stdatomic.h>
 
 #include "helpers.h"
 
@@ -105,4 +105,105 @@ void *t_map(size_t len)
 
 	T_REQUIRE(p != MAP_FAILED);
 	return p;
+}
+
+static int t_reg(void *ctx, void *addr, size_t len, unsigned access,
+		 void **handle)
+{
+	struct t_registrar *t = ctx;
+	struct iovec iov = { .iov_base = addr, .iov_len = len };
+	unsigned slot;
+	int ret;
+
+	(void)access;
+	pthread_mutex_lock(&t->lock);
+	if (!t->nfree) {
+		pthread_mutex_unlock(&t->lock);
+		return -ENOSPC;
+	}
+	slot = t->free_slots[--t->nfree];
+	pthread_mutex_unlock(&t->lock);
+	ret = io_uring_register_buffers_update_tag(&t->ring, slot, &iov, NULL, 1);
+	if (ret != 1) {
+		pthread_mutex_lock(&t->lock);
+		t->free_slots[t->nfree++] = slot;
+		pthread_mutex_unlock(&t->lock);
+		return ret < 0 ? ret : -EIO;
+	}
+	t->slot[slot].addr = (uintptr_t)addr;
+	t->slot[slot].len = len;
+	atomic_store(&t->slot[slot].registered, 1);
+	atomic_fetch_add(&t->live, 1);
+	atomic_fetch_add(&t->regs, 1);
+	*handle = (void *)(uintptr_t)(slot + 1);
+	return 0;
+}
+
+static void t_dereg(void *ctx, void *handle)
+{
+	struct t_registrar *t = ctx;
+	unsigned slot = (unsigned)((uintptr_t)handle - 1);
+	struct iovec empty = { 0 };
+
+	if (slot >= t->nslots || !atomic_exchange(&t->slot[slot].registered, 0)) {
+		fprintf(stderr, "dereg of slot %u that is not registered\n", slot);
+		abort();
+	}
+	T_REQUIRE(io_uring_register_buffers_update_tag(&t->ring, slot, &empty,
+						       NULL, 1) == 1);
+	atomic_fetch_sub(&t->live, 1);
+	atomic_fetch_add(&t->deregs, 1);
+	pthread_mutex_lock(&t->lock);
+	t->free_slots[t->nfree++] = slot;
+	pthread_mutex_unlock(&t->lock);
+}
+
+const struct regcache_ops t_registrar_ops = { .reg = t_reg, .dereg = t_dereg };
+
+void t_registrar_init(struct t_registrar *t, unsigned nslots)
+{
+	memset(t, 0, sizeof(*t));
+	t_ring_init(&t->ring);
+	T_REQUIRE(nslots && nslots <= T_REG_SLOTS);
+	T_REQUIRE(io_uring_register_buffers_sparse(&t->ring, nslots) == 0);
+	pthread_mutex_init(&t->lock, NULL);
+	t->nslots = nslots;
+	for (unsigned i = 0; i < nslots; i++)
+		t->free_slots[t->nfree++] = nslots - 1 - i;
+}
+
+void t_registrar_fini(struct t_registrar *t)
+{
+	io_uring_queue_exit(&t->ring);
+	pthread_mutex_destroy(&t->lock);
+}
+
+struct regcache *t_registrar_cache(struct t_registrar *t, unsigned flags,
+				   size_t max_regions, size_t max_bytes)
+{
+	struct regcache_params p = {
+		.ops = &t_registrar_ops,
+		.ctx = t,
+		.flags = flags,
+		.max_regions = max_regions,
+		.max_bytes = max_bytes,
+	};
+	struct regcache *c;
+	int ret = regcache_create(&p, &c);
+
+	if (ret) {
+		fprintf(stderr, "regcache_create: %s\n", strerror(-ret));
+		exit(T_EXIT_FAIL);
+	}
+	return c;
+}
+
+bool t_registrar_covers(struct t_registrar *t, struct regcache_region *region,
+			const void *addr, size_t len)
+{
+	unsigned slot = (unsigned)((uintptr_t)regcache_region_handle(region) - 1);
+
+	return slot < t->nslots && atomic_load(&t->slot[slot].registered) &&
+	       t->slot[slot].addr <= (uintptr_t)addr &&
+	       (uintptr_t)addr + len <= t->slot[slot].addr + t->slot[slot].len;
 }

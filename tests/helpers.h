@@ -5,6 +5,7 @@
 #define T_HELPERS_H
 
 #include <liburing.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,3 +87,33 @@ long t_vma_count(void);
 void *t_map(size_t len);
 
 #endif
+
+/*
+ * A tracking registrar: real io_uring fixed buffers (pages really pinned)
+ * plus a table of what each slot holds, so tests can check that the cache
+ * never deregisters a region under its holder and leaks nothing.
+ */
+#define T_REG_SLOTS 16384
+struct t_registrar {
+	struct io_uring ring;
+	pthread_mutex_t lock;
+	unsigned nslots;
+	unsigned nfree;
+	unsigned free_slots[T_REG_SLOTS];
+	struct {
+		_Atomic int registered;
+		uintptr_t addr;
+		size_t len;
+	} slot[T_REG_SLOTS];
+	_Atomic long live, regs, deregs;
+};
+extern const struct regcache_ops t_registrar_ops;
+
+/* Set up @t with a real sparse table of @nslots fixed buffers. */
+void t_registrar_init(struct t_registrar *t, unsigned nslots);
+void t_registrar_fini(struct t_registrar *t);
+struct regcache *t_registrar_cache(struct t_registrar *t, unsigned flags,
+				   size_t max_regions, size_t max_bytes);
+/* true if @region's handle is a registered slot covering [addr, addr+len) */
+bool t_registrar_covers(struct t_registrar *t, struct regcache_region *region,
+			const void *addr, size_t len);
