@@ -1,0 +1,34 @@
+#!/bin/bash
+# Runs the whole regcache test suite in three builds: plain (RelWithDebInfo),
+# AddressSanitizer+UndefinedBehaviorSanitizer, and ThreadSanitizer.
+# Needs the packages listed in README.md. Run as root so the userfaultfd and
+# eBPF monitor tests run for real (as unprivileged user they skip, loudly).
+#
+# Usage: tests/run.sh [plain|asan|tsan ...]   (default: all three)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The eBPF monitor's per-syscall tracepoints need tracefs.
+if [ "$(id -u)" = 0 ] && [ ! -e /sys/kernel/tracing/events ]; then
+	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+fi
+
+configs=("$@")
+[ ${#configs[@]} -gt 0 ] || configs=(plain asan tsan)
+jobs=$(nproc)
+for cfg in "${configs[@]}"; do
+	case "$cfg" in
+	plain) flags=() ;;
+	asan) flags=(-DREGCACHE_SANITIZE=address,undefined) ;;
+	tsan) flags=(-DREGCACHE_SANITIZE=thread) ;;
+	*) echo "unknown configuration $cfg" >&2; exit 2 ;;
+	esac
+	dir=build-test-$cfg
+	echo "=== $cfg build ($dir) ==="
+	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" >/dev/null
+	cmake --build "$dir" -j "$jobs" >/dev/null
+	# Serial: monitor tests count attached BPF programs and VMAs, and
+	# the race tests need both cores.
+	(cd "$dir" && ctest --output-on-failure --timeout 600)
+done
+echo "=== all test builds passed: ${configs[*]} ==="
