@@ -114,7 +114,8 @@ struct regcache {
 	/* Read by every hit. */
 	struct rc_monitor_cursor cursor;
 	_Atomic(struct rc_region *) *hint;
-	unsigned hint_shift;		/* 64 - log2(hint slots) */
+	uintptr_t hint_mask;		/* hint slots - 1 */
+	unsigned hint_bits;		/* log2(hint slots) */
 	_Atomic uint32_t clock;		/* bumped by each miss: the LRU's time */
 	bool probe_hits;
 	bool never_cache;
@@ -169,9 +170,8 @@ rc_hidden void rc_region_free_locked(struct regcache *c, struct rc_region *r);
 rc_hidden void rc_region_publish(struct rc_region *r, uintptr_t start,
 				 uintptr_t end, unsigned access, void *handle,
 				 uint32_t flags);
-rc_hidden bool rc_region_ref(struct regcache *c, struct rc_region *r,
-			       uint32_t seq);
-rc_hidden void rc_region_unref(struct regcache *c, struct rc_region *r);
+rc_hidden void rc_region_try_claim(struct regcache *c, struct rc_region *r,
+				   uint32_t seq);
 rc_hidden void rc_region_kill_locked(struct regcache *c, struct rc_region *r,
 				     struct rc_kill_batch *batch);
 rc_hidden void rc_region_kill_finish(struct regcache *c,
@@ -184,6 +184,47 @@ rc_hidden bool rc_membarrier_init(void);
 static inline void rc_kill_batch_init(struct rc_kill_batch *b)
 {
 	b->killed = 0;
+}
+
+/* Drop a reference; the last one on a dead region deregisters it. */
+static inline void rc_region_unref(struct regcache *c, struct rc_region *r)
+{
+	uint32_t seq;
+
+	if (rc_load_relaxed(&r->owner) == rc_self()) {
+		/* Release (a plain store on x86): whoever reads zero here and
+		 * deregisters also sees everything the holder did before. */
+		rc_store_release(&r->owner_refs,
+				 rc_load_relaxed(&r->owner_refs) - 1);
+		rc_compiler_fence();
+	} else {
+		rc_fetch_sub_seqcst(&r->shared_refs, 1);
+	}
+	seq = rc_load_relaxed(&r->seq);
+	if (rc_unlikely(rc_seq_state(seq) == RC_SEQ_DEAD))
+		rc_region_try_claim(c, r, seq);
+}
+
+/* Take a reference on a region whose seq was @seq when it was looked up.
+ * false: it changed meanwhile, and the reference is already dropped again.
+ *
+ * The owner's increment is a plain store followed by a compiler fence; the
+ * CPU-side store-load fence is supplied by the killer's membarrier()
+ * (region.c:rc_region_kill_finish), so either the killer sees our count or
+ * we see its odd seq. Everybody else pays a seq_cst RMW. */
+static inline bool rc_region_ref(struct regcache *c, struct rc_region *r,
+				 uint32_t seq)
+{
+	if (rc_load_relaxed(&r->owner) == rc_self()) {
+		rc_bump_relaxed(&r->owner_refs, 1);
+		rc_compiler_fence();
+	} else {
+		rc_fetch_add_seqcst(&r->shared_refs, 1);
+	}
+	if (rc_likely(rc_load_relaxed(&r->seq) == seq))
+		return true;
+	rc_region_unref(c, r);
+	return false;
 }
 
 /* index.c */
@@ -202,9 +243,12 @@ rc_hidden unsigned rc_index_invalidate_locked(struct regcache *c,
 
 static inline size_t rc_hint_slot(const struct regcache *c, uintptr_t addr)
 {
-	/* Fibonacci hashing of the page number spreads neighbouring pages. */
-	return (size_t)(((uint64_t)(addr >> 12) * 0x9e3779b97f4a7c15ull) >>
-			c->hint_shift);
+	uintptr_t page = addr >> 12;
+
+	/* Neighbouring pages get neighbouring slots (8 per cache line, so a
+	 * hot set of nearby buffers touches few lines); folding in the high
+	 * bits keeps buffers exactly 2^bits pages apart from colliding. */
+	return (size_t)((page ^ (page >> c->hint_bits)) & c->hint_mask);
 }
 
 /* evict.c */

@@ -36,7 +36,8 @@ int rc_index_init(struct regcache *c)
 	c->hint = calloc((size_t)1 << bits, sizeof(*c->hint));
 	if (!c->hint)
 		return -ENOMEM;
-	c->hint_shift = 64 - bits;
+	c->hint_bits = bits;
+	c->hint_mask = ((uintptr_t)1 << bits) - 1;
 	RB_INIT(&c->tree);
 	TAILQ_INIT(&c->lru);
 	return 0;

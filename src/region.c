@@ -158,11 +158,12 @@ void rc_region_publish(struct rc_region *r, uintptr_t start, uintptr_t end,
 }
 
 /* Try to claim a dead region whose count may have reached zero; the winner
- * deregisters it and returns it to the free list. */
-static void try_claim(struct regcache *c, struct rc_region *r, uint32_t seq)
+ * deregisters it and returns it to the free list. Cold path of
+ * rc_region_unref(). */
+void rc_region_try_claim(struct regcache *c, struct rc_region *r, uint32_t seq)
 {
 	/* Orders our own count update before reading the other count: the
-	 * Dekker pair with a concurrent put of the other kind. Cold path. */
+	 * Dekker pair with a concurrent put of the other kind. */
 	rc_fence_seqcst();
 	if (rc_region_refs(r) != 0)
 		return;
@@ -173,41 +174,6 @@ static void try_claim(struct regcache *c, struct rc_region *r, uint32_t seq)
 	TAILQ_REMOVE(&c->dead_list, r, link);
 	rc_region_free_locked(c, r);
 	pthread_mutex_unlock(&c->lock);
-}
-
-/* Take a reference on a region whose seq was @seq when it was looked up.
- * false: it changed meanwhile; the reference is already dropped again. */
-bool rc_region_ref(struct regcache *c, struct rc_region *r, uint32_t seq)
-{
-	if (rc_load_relaxed(&r->owner) == rc_self()) {
-		rc_bump_relaxed(&r->owner_refs, 1);
-		/* The CPU-side fence is the killer's membarrier(). */
-		rc_compiler_fence();
-	} else {
-		rc_fetch_add_seqcst(&r->shared_refs, 1);
-	}
-	if (rc_likely(rc_load_relaxed(&r->seq) == seq))
-		return true;
-	rc_region_unref(c, r);
-	return false;
-}
-
-void rc_region_unref(struct regcache *c, struct rc_region *r)
-{
-	uint32_t seq;
-
-	if (rc_load_relaxed(&r->owner) == rc_self()) {
-		/* Release (a plain store on x86): whoever reads zero here and
-		 * deregisters also sees everything the holder did before. */
-		rc_store_release(&r->owner_refs,
-				 rc_load_relaxed(&r->owner_refs) - 1);
-		rc_compiler_fence();
-	} else {
-		rc_fetch_sub_seqcst(&r->shared_refs, 1);
-	}
-	seq = rc_load_relaxed(&r->seq);
-	if (rc_unlikely(rc_seq_state(seq) == RC_SEQ_DEAD))
-		try_claim(c, r, seq);
 }
 
 /* Unlink a live region. Its registration stays until nobody holds it;
