@@ -327,10 +327,10 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 			ret = reg_evicting(c, ustart, uend, uaccess, &handle);
 		else
 			ret = -EOPNOTSUPP;
-		if (ret && ret != -EOPNOTSUPP && merge &&
-		    (ustart != pstart || uend != pend)) {
-			/* The union may reach memory the request does not:
-			 * try the request alone. */
+		if (ret && merge && (ustart != pstart || uend != pend)) {
+			/* The union may reach memory the request does not, or
+			 * that the monitor cannot watch: try the request
+			 * alone. */
 			merge = false;
 			retry_alone = true;
 		}
@@ -343,14 +343,14 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 			pthread_mutex_unlock(&c->lock);
 			if (watched)
 				rc_monitor_unwatch(ustart, uend);
-			if (ret == -EOPNOTSUPP)
-				/* The monitor cannot watch this memory. */
-				return get_passthrough(c, pstart, pend, access,
-						       out);
 			if (retry_alone) {
 				attempt--;
 				continue;
 			}
+			if (ret == -EOPNOTSUPP)
+				/* The monitor cannot watch this memory. */
+				return get_passthrough(c, pstart, pend, access,
+						       out);
 			return ret;
 		}
 		rc_cache_sync_locked(c, &batch);
