@@ -132,6 +132,7 @@ static int t_reg(void *ctx, void *addr, size_t len, unsigned access,
 	}
 	t->slot[slot].addr = (uintptr_t)addr;
 	t->slot[slot].len = len;
+	t->slot[slot].pfn = t_pfn(addr);
 	atomic_store(&t->slot[slot].registered, 1);
 	atomic_fetch_add(&t->live, 1);
 	atomic_fetch_add(&t->regs, 1);
@@ -206,4 +207,27 @@ bool t_registrar_covers(struct t_registrar *t, struct regcache_region *region,
 	return slot < t->nslots && atomic_load(&t->slot[slot].registered) &&
 	       t->slot[slot].addr <= (uintptr_t)addr &&
 	       (uintptr_t)addr + len <= t->slot[slot].addr + t->slot[slot].len;
+}
+
+uint64_t t_pfn(const void *addr)
+{
+	uint64_t entry = 0;
+	long page = sysconf(_SC_PAGESIZE);
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	T_REQUIRE(fd >= 0);
+	T_REQUIRE(pread(fd, &entry, sizeof(entry),
+			((uintptr_t)addr / page) * sizeof(entry)) == sizeof(entry));
+	close(fd);
+	/* bit 63: present; bits 0-54: the frame number */
+	return (entry >> 63) ? entry & ((1ull << 55) - 1) : 0;
+}
+
+bool t_registrar_same_pages(struct t_registrar *t,
+			    struct regcache_region *region, const void *addr)
+{
+	unsigned slot = (unsigned)((uintptr_t)regcache_region_handle(region) - 1);
+	uint64_t now = t_pfn(addr);
+
+	return slot < t->nslots && now && t->slot[slot].pfn == now;
 }

@@ -61,6 +61,7 @@ static inline int t_exit_status(void)
 #define T_SCALE(n) ((n) / 8 ? (n) / 8 : 1)
 #else
 #define T_SCALE(n) (n)
+
 #endif
 
 /* A ring for fixed-buffer DMA; exits FAIL if io_uring is unavailable. */
@@ -86,8 +87,6 @@ long t_vma_count(void);
 /* Page-aligned anonymous mapping; exits FAIL on error. */
 void *t_map(size_t len);
 
-#endif
-
 /*
  * A tracking registrar: real io_uring fixed buffers (pages really pinned)
  * plus a table of what each slot holds, so tests can check that the cache
@@ -104,6 +103,7 @@ struct t_registrar {
 		_Atomic int registered;
 		uintptr_t addr;
 		size_t len;
+		uint64_t pfn;	/* of the first page, when registered */
 	} slot[T_REG_SLOTS];
 	_Atomic long live, regs, deregs;
 };
@@ -117,3 +117,15 @@ struct regcache *t_registrar_cache(struct t_registrar *t, unsigned flags,
 /* true if @region's handle is a registered slot covering [addr, addr+len) */
 bool t_registrar_covers(struct t_registrar *t, struct regcache_region *region,
 			const void *addr, size_t len);
+
+/* The page frame number behind @addr from /proc/self/pagemap (needs root;
+ * 0 if the page is not present). A second, independent staleness oracle:
+ * a registration pins the frames that were mapped when it was made. */
+uint64_t t_pfn(const void *addr);
+
+/* true if @region (from a t_registrar cache) pinned the frame that @addr
+ * maps now. */
+bool t_registrar_same_pages(struct t_registrar *t,
+			    struct regcache_region *region, const void *addr);
+
+#endif
