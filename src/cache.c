@@ -190,6 +190,9 @@ static int get_passthrough(struct regcache *c, uintptr_t start, uintptr_t end,
 		return ret;
 	}
 	rc_region_publish(r, start, end, access, handle, RC_REGION_PASSTHROUGH);
+	pthread_mutex_lock(&c->lock);
+	TAILQ_INSERT_TAIL(&c->passthrough, r, link);
+	pthread_mutex_unlock(&c->lock);
 	rc_fetch_add_relaxed(&c->st_uncached, 1);
 	*out = (struct regcache_region *)r;
 	return 0;
@@ -434,6 +437,7 @@ static rc_noinline void put_passthrough(struct regcache *c,
 {
 	rc_region_dereg(c, r);
 	pthread_mutex_lock(&c->lock);
+	TAILQ_REMOVE(&c->passthrough, r, link);
 	rc_region_free_locked(c, r);
 	pthread_mutex_unlock(&c->lock);
 }
@@ -559,6 +563,7 @@ int rc_cache_create(const struct regcache_params *params,
 		c->max_bytes = default_max_bytes();
 	pthread_mutex_init(&c->lock, NULL);
 	TAILQ_INIT(&c->dead_list);
+	TAILQ_INIT(&c->passthrough);
 	TAILQ_INIT(&c->pending);
 	TAILQ_INIT(&c->fresh);
 	ret = rc_index_init(c);
@@ -625,14 +630,15 @@ void regcache_destroy(struct regcache *c)
 		held++;
 		rc_region_dereg(c, r);
 	}
+	while ((r = TAILQ_FIRST(&c->passthrough))) {
+		TAILQ_REMOVE(&c->passthrough, r, link);
+		held++;
+		rc_region_dereg(c, r);
+	}
 	if (held)
 		rc_warn("cache %p destroyed while %zu regions were still held "
 			"(missing regcache_put); they were deregistered and "
 			"their pointers are now invalid", (void *)c, held);
-	if (rc_load_relaxed(&c->cur_regions))
-		rc_warn("cache %p: %llu pass-through regions were still held "
-			"and are leaked", (void *)c,
-			(unsigned long long)rc_load_relaxed(&c->cur_regions));
 	rc_monitor_release();
 	rc_index_fini(c);
 	rc_region_slabs_free(c);

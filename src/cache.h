@@ -109,6 +109,7 @@ struct rc_kill_batch {
  *   nr_live == number of regions in tree == on lru
  *   live_bytes == sum of (end - start) over live regions
  *   regions on dead_list are dead, unclaimed, registered
+ *   regions on passthrough are held, registered, never indexed
  */
 struct regcache {
 	/* Read by every hit. */
@@ -134,6 +135,7 @@ struct regcache {
 	struct rc_tree tree;
 	struct rc_region_list lru;
 	struct rc_region_list dead_list;
+	struct rc_region_list passthrough;	/* held pass-through regions */
 	struct rc_pending_list pending;
 	size_t nr_live;
 	size_t live_bytes;

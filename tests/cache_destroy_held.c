@@ -1,6 +1,7 @@
 /*
  * Description: destroy deregisters everything, including regions a caller
- * still holds, and says so in a log line; nothing stays registered.
+ * still holds (cached or pass-through), and says so in a log line; nothing
+ * stays registered.
  */
 #include <fcntl.h>
 #include <string.h>
@@ -12,6 +13,7 @@ int main(void)
 {
 	size_t page = sysconf(_SC_PAGESIZE);
 	struct regcache_region *r[3];
+	struct regcache_stats st;
 	struct t_registrar t;
 	struct regcache *c;
 	char *buf = t_map(8 * page);
@@ -43,6 +45,17 @@ int main(void)
 	T_CHECK(strstr(log, "2 regions were still held") != NULL);
 	if (!strstr(log, "2 regions were still held"))
 		fprintf(stderr, "log was: %s\n", log);
+
+	/* Pass-through regions (no REGCACHE_FLAG_EXPLICIT_INVALIDATE under
+	 * REGCACHE_MONITOR=none) held at destroy are deregistered too. */
+	c = t_registrar_cache(&t, 0, 0, 0);
+	T_EXPECT_EQ(0, regcache_get(c, buf, page, 0, &r[0]));
+	T_EXPECT_EQ(0, regcache_get(c, buf + 2 * page, page, 0, &r[1]));
+	regcache_get_stats(c, &st);
+	T_EXPECT_EQ(2, st.uncached);
+	T_EXPECT_EQ(2, atomic_load(&t.live));
+	regcache_destroy(c);
+	T_EXPECT_EQ(0, atomic_load(&t.live));
 	t_registrar_fini(&t);
 	return t_exit_status();
 }
