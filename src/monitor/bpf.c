@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The eBPF monitor backend: BPF programs on syscall and mm tracepoints
+ * (src/monitor/bpf/rc_monitor.bpf.c) push every range this process is about
+ * to change into a per-process BPF ring buffer, synchronously, inside the
+ * changing thread. The hit path's generation word is the ring's producer
+ * position, which the kernel maps read-only; ->pull() drains the ring into
+ * the monitor's queue. See docs/monitor-bpf.md.
+ *
+ * Lifetime: the programs are loaded and attached by ->start() and destroyed
+ * by ->stop(), because attached syscall tracepoints tax every syscall of
+ * every process on the machine.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/types.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+
+#include "../log.h"
+#include "monitor.h"
+#include "rc_bpf_abi.h"
+#include "rc_monitor.skel.h"
+
+/* PROCMAP_QUERY (Linux 6.11) is not in Debian 12's headers. */
+struct rc_procmap_query {
+	__u64 size;
+	__u64 query_flags;
+	__u64 query_addr;
+	__u64 vma_start;
+	__u64 vma_end;
+	__u64 vma_flags;
+	__u64 vma_page_size;
+	__u64 vma_offset;
+	__u64 inode;
+	__u32 dev_major;
+	__u32 dev_minor;
+	__u32 vma_name_size;
+	__u32 build_id_size;
+	__u64 vma_name_addr;
+	__u64 build_id_addr;
+};
+#define RC_PROCMAP_QUERY _IOWR('f', 17, struct rc_procmap_query)
+#define RC_PROCMAP_COVERING_OR_NEXT 0x10
+#define RC_PAGE 4096u
+
+/* The one instance (the monitor is process-wide). Fields are written by
+ * ->start()/->stop()/->forked() under the monitor lock; ->pull() also runs
+ * under it; ->watch() takes files_lock. */
+static struct bpf_backend {
+	struct rc_monitor_bpf *skel;
+	int ring_fd;
+	int maps_fd;		/* /proc/self/maps, for PROCMAP_QUERY */
+	int null_fd;		/* replaces inherited link fds in a child */
+	__u32 tgid;
+	size_t page;
+	_Atomic uint64_t *gen;	/* producer position: read-only page */
+	_Atomic uint64_t *cons;	/* consumer position: ours to write */
+	char *data;		/* records, mapped twice back to back */
+	char *data_map;		/* producer page + data, read-only */
+	size_t data_len;
+	uint64_t drops_seen;
+	bool procmap;		/* PROCMAP_QUERY works */
+	pthread_mutex_t files_lock;
+	uint64_t nfiles;
+} bb = {
+	.ring_fd = -1,
+	.maps_fd = -1,
+	.null_fd = -1,
+	.files_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* libbpf's messages (verifier logs on failure) go to our log at debug level
+ * instead of the application's stderr. */
+static int libbpf_log(enum libbpf_print_level level, const char *fmt,
+		      va_list ap)
+{
+	char buf[256];
+	size_t n;
+
+	if (level == LIBBPF_DEBUG || rc_log_level() < RC_LOG_DEBUG)
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+	rc_debug("libbpf: %s", buf);
+	return 0;
+}
+
+/* In a forked child, drop our references to the parent's links at once:
+ * otherwise a child that never calls regcache again would keep the parent's
+ * programs attached (and taxing every syscall) after the parent stops.
+ * dup2 over the fd keeps libbpf's bookkeeping valid; the fd now names
+ * /dev/null and ->forked() closes it. A raw clone() skips this handler; its
+ * references go at its exit, exec or next regcache call. */
+static void atfork_child(void)
+{
+	struct bpf_link **links;
+
+	if (!bb.skel || bb.null_fd < 0)
+		return;
+	links = (struct bpf_link **)&bb.skel->links;
+	for (size_t i = 0; i < sizeof(bb.skel->links) / sizeof(*links); i++)
+		if (links[i] && bpf_link__fd(links[i]) >= 0)
+			dup2(bb.null_fd, bpf_link__fd(links[i]));
+}
+
+static void register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+/* Release everything start() made; safe on a partial start. */
+static void teardown(bool in_child)
+{
+	if (bb.skel) {
+		if (in_child) {
+			/* The links belong to the parent: only close our
+			 * fds, never detach through a shared object. */
+			struct bpf_link **links =
+				(struct bpf_link **)&bb.skel->links;
+
+			for (size_t i = 0;
+			     i < sizeof(bb.skel->links) / sizeof(*links); i++) {
+				if (!links[i])
+					continue;
+				/* A disconnected link's fd is not closed by
+				 * libbpf: close it here. */
+				if (bpf_link__fd(links[i]) >= 0)
+					close(bpf_link__fd(links[i]));
+				bpf_link__disconnect(links[i]);
+			}
+		}
+		rc_monitor_bpf__destroy(bb.skel);
+		bb.skel = NULL;
+	}
+	if (!in_child) {
+		/* In a child these were MADV_DONTFORK: the addresses may
+		 * already hold the child's own memory. */
+		if (bb.data_map)
+			munmap(bb.data_map, bb.data_len);
+		if (bb.cons)
+			munmap((void *)bb.cons, bb.page);
+		if (bb.gen)
+			munmap((void *)bb.gen, bb.page);
+	}
+	bb.data_map = bb.data = NULL;
+	bb.cons = bb.gen = NULL;
+	if (bb.ring_fd >= 0)
+		close(bb.ring_fd);
+	if (bb.maps_fd >= 0)
+		close(bb.maps_fd);
+	if (bb.null_fd >= 0)
+		close(bb.null_fd);
+	bb.ring_fd = bb.maps_fd = bb.null_fd = -1;
+	bb.nfiles = 0;
+	bb.drops_seen = 0;
+}
+
+static const char *why(int err)
+{
+	switch (err) {
+	case EPERM:
+	case EACCES:
+		return "not permitted: loading BPF needs CAP_BPF and "
+		       "CAP_PERFMON (or CAP_SYS_ADMIN), and "
+		       "kernel.unprivileged_bpf_disabled/lockdown may forbid it";
+	case ENOENT:
+	case EINVAL:
+	case 524: /* ENOTSUPP, kernel-internal */
+	case EOPNOTSUPP:
+		return "the kernel lacks a needed tracepoint or BPF feature "
+		       "(tp_btf programs, ring buffers, BTF)";
+	}
+	return strerror(err);
+}
+
+/* Map the ring: the consumer page (ours, read-write), the producer page
+ * alone (the generation; inherited by a child so a stale pointer stays
+ * readable) and the producer page + data twice (records that wrap stay
+ * contiguous). */
+static int map_ring(void)
+{
+	size_t size = RC_BPF_RING_BYTES;
+	void *p;
+
+	p = mmap(NULL, bb.page, PROT_READ | PROT_WRITE, MAP_SHARED, bb.ring_fd,
+		 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	bb.cons = p;
+	p = mmap(NULL, bb.page, PROT_READ, MAP_SHARED, bb.ring_fd, bb.page);
+	if (p == MAP_FAILED)
+		return -errno;
+	bb.gen = p;
+	bb.data_len = bb.page + 2 * size;
+	p = mmap(NULL, bb.data_len, PROT_READ, MAP_SHARED, bb.ring_fd, bb.page);
+	if (p == MAP_FAILED)
+		return -errno;
+	bb.data_map = p;
+	bb.data = bb.data_map + bb.page;
+	/* A child must never move the parent's consumer position. */
+	if (madvise((void *)bb.cons, bb.page, MADV_DONTFORK) ||
+	    madvise(bb.data_map, bb.data_len, MADV_DONTFORK))
+		return -errno;
+	return 0;
+}
+
+/* Attach, then prove with one munmap that the programs see this process:
+ * a kernel that loads the programs but never fires them must not be
+ * trusted. */
+static int self_test(void)
+{
+	struct rc_bpf_proc st;
+	uint64_t before = rc_load_acquire(bb.gen);
+	void *p = mmap(NULL, bb.page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	munmap(p, bb.page);
+	if (bpf_map_lookup_elem(bpf_map__fd(bb.skel->maps.procs_state),
+				&bb.tgid, &st))
+		return -errno;
+	if (rc_load_acquire(bb.gen) == before || !st.mm) {
+		rc_info("BPF programs are attached but did not see munmap");
+		return -ENOSYS;
+	}
+	/* Nothing of ours was cached yet: skip the test's records. */
+	rc_store_release(bb.cons, rc_load_acquire(bb.gen));
+	bb.drops_seen = st.drops;
+	return 0;
+}
+
+static int bpf_start(struct rc_monitor *mon)
+{
+	libbpf_print_fn_t old_print;
+	struct rc_bpf_proc st = { 0 };
+	struct rc_procmap_query q;
+	double t0 = now_ms(), t1;
+	int ret;
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		rc_info("eBPF monitor unavailable: no kernel BTF "
+			"(/sys/kernel/btf/vmlinux)");
+		return -EOPNOTSUPP;
+	}
+	pthread_once(&atfork_once, register_atfork);
+	bb.page = sysconf(_SC_PAGESIZE);
+	bb.tgid = getpid();
+
+	old_print = libbpf_set_print(libbpf_log);
+	bb.skel = rc_monitor_bpf__open();
+	if (!bb.skel) {
+		ret = -errno;
+		goto fail;
+	}
+	ret = rc_monitor_bpf__load(bb.skel);
+	if (ret)
+		goto fail;
+	t1 = now_ms();
+	bb.ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "rc_ring", 0, 0,
+				    RC_BPF_RING_BYTES, NULL);
+	if (bb.ring_fd < 0) {
+		ret = bb.ring_fd;
+		goto fail;
+	}
+	ret = map_ring();
+	if (ret)
+		goto fail;
+	if (bpf_map_update_elem(bpf_map__fd(bb.skel->maps.procs_state),
+				&bb.tgid, &st, BPF_ANY) ||
+	    bpf_map_update_elem(bpf_map__fd(bb.skel->maps.procs), &bb.tgid,
+				&bb.ring_fd, BPF_ANY)) {
+		ret = -errno;
+		goto fail;
+	}
+	ret = rc_monitor_bpf__attach(bb.skel);
+	if (ret)
+		goto fail;
+	ret = self_test();
+	if (ret)
+		goto fail;
+	libbpf_set_print(old_print);
+
+	bb.maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	bb.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	q.query_addr = (uintptr_t)&bb;
+	bb.procmap = bb.maps_fd >= 0 &&
+		     ioctl(bb.maps_fd, RC_PROCMAP_QUERY, &q) == 0;
+	if (!bb.procmap)
+		rc_info("PROCMAP_QUERY unavailable (%s): shared and file "
+			"mappings are served uncached", strerror(errno));
+
+	mon->caps = (struct rc_monitor_caps){
+		.can_cache = true,
+		.synchronous = true,
+	};
+	mon->backend = &bb;
+	/* From here the hit path reads the producer position. The kernel
+	 * advances it (smp_store_release) when a stage reserves a record,
+	 * before the change it describes is made. */
+	mon->gen = bb.gen;
+	rc_info("eBPF monitor: loaded in %.1f ms, attached and self-tested in "
+		"%.1f ms", t1 - t0, now_ms() - t1);
+	return 0;
+fail:
+	libbpf_set_print(old_print);
+	if (ret > 0)
+		ret = -ret;
+	if (!ret)
+		ret = -EINVAL;
+	rc_info("eBPF monitor unavailable: %s", why(-ret));
+	teardown(false);
+	return ret;
+}
+
+/* Wait for a record that a BPF program reserved (the generation already
+ * moved) but has not committed yet. The program runs with preemption
+ * disabled and never blocks, so this is a few hundred cycles unless an
+ * interrupt hits it. */
+static uint32_t wait_committed(_Atomic uint32_t *hdr)
+{
+	uint32_t len;
+
+	for (unsigned spins = 0;; spins++) {
+		len = rc_load_acquire(hdr);
+		if (!(len & BPF_RINGBUF_BUSY_BIT))
+			return len;
+		if (spins < 1000)
+			__builtin_ia32_pause();
+		else
+			sched_yield();
+	}
+}
+
+/*
+ * Drain the ring into the monitor's queue. The caller read the generation
+ * (the producer position) before calling; every record below it is
+ * published before we return, so adopting that generation afterwards is
+ * safe. Under the monitor lock: single consumer, no allocation.
+ */
+static void bpf_pull(struct rc_monitor *mon)
+{
+	uint64_t mask = RC_BPF_RING_BYTES - 1;
+	uint64_t cons = rc_load_relaxed(bb.cons);
+	/* Acquire pairs with the kernel's release of producer_pos. */
+	uint64_t prod = rc_load_acquire(bb.gen);
+	struct rc_bpf_proc st;
+
+	while (cons < prod) {
+		_Atomic uint32_t *hdr = (_Atomic uint32_t *)(bb.data +
+							     (cons & mask));
+		uint32_t len = wait_committed(hdr);
+		uint32_t size = len & ~(BPF_RINGBUF_BUSY_BIT |
+					BPF_RINGBUF_DISCARD_BIT);
+
+		if (!(len & BPF_RINGBUF_DISCARD_BIT) &&
+		    size >= sizeof(struct rc_bpf_range)) {
+			const struct rc_bpf_range *rec =
+				(const void *)((char *)hdr + BPF_RINGBUF_HDR_SZ);
+			uint64_t end = rec->end;
+
+			rc_monitor_publish(mon, (uintptr_t)rec->start,
+					   end > UINTPTR_MAX ? UINTPTR_MAX :
+							       (uintptr_t)end);
+		}
+		cons += (size + BPF_RINGBUF_HDR_SZ + 7) & ~7ull;
+		/* Release: we read the record before the kernel may
+		 * reuse its space. */
+		rc_store_release(bb.cons, cons);
+	}
+	/* A record that did not fit: the producer position was already past
+	 * every adopted generation when it was lost (the ring was full), so
+	 * this pull runs for it; treat it as "everything" (design rule 5). */
+	if (!bpf_map_lookup_elem(bpf_map__fd(bb.skel->maps.procs_state),
+				 &bb.tgid, &st) &&
+	    st.drops != bb.drops_seen) {
+		rc_debug("eBPF ring overflowed (%" PRIu64 " records lost): "
+			 "invalidating everything",
+			 (uint64_t)(st.drops - bb.drops_seen));
+		bb.drops_seen = st.drops;
+		rc_monitor_publish_all(mon);
+	}
+}
+
+/* Remember a file that a watched range maps, so that any process that
+ * truncates or punches it invalidates us. Entries live until stop(): a
+ * stale one only costs a spurious invalidation. */
+static int watch_file(const struct rc_procmap_query *q, uintptr_t start,
+		      uintptr_t end)
+{
+	struct rc_bpf_file_key key = {
+		.dev = ((__u64)q->dev_major << 20) | q->dev_minor,
+		.ino = q->inode,
+	};
+	uintptr_t s = start > q->vma_start ? start : q->vma_start;
+	uintptr_t e = end < q->vma_end ? end : q->vma_end;
+	__u64 lo = q->vma_offset / RC_PAGE + (s - q->vma_start) / RC_PAGE;
+	__u64 hi = q->vma_offset / RC_PAGE + (e - q->vma_start + RC_PAGE - 1) /
+						     RC_PAGE;
+	struct rc_bpf_file f = { .tgid = bb.tgid, .pgoff_lo = lo,
+				 .pgoff_hi = hi };
+	int fd = bpf_map__fd(bb.skel->maps.files);
+	bool found;
+	int ret = 0;
+
+	pthread_mutex_lock(&bb.files_lock);
+	found = bpf_map_lookup_elem(fd, &key, &f) == 0;
+	if (found) {
+		if (f.pgoff_lo <= lo && f.pgoff_hi >= hi)
+			goto out;
+		f.pgoff_lo = f.pgoff_lo < lo ? f.pgoff_lo : lo;
+		f.pgoff_hi = f.pgoff_hi > hi ? f.pgoff_hi : hi;
+	}
+	if (bpf_map_update_elem(fd, &key, &f, BPF_ANY)) {
+		ret = -errno;
+		rc_info("cannot watch file %u:%u/%llu (%s): served uncached",
+			q->dev_major, q->dev_minor, (unsigned long long)q->inode,
+			strerror(-ret));
+		goto out;
+	}
+	if (!found) {
+		bb.nfiles++;
+		/* After the entry exists: the page-cache hook tests nfiles
+		 * first. */
+		__atomic_store_n(&bb.skel->bss->nfiles, bb.nfiles,
+				 __ATOMIC_RELEASE);
+	}
+out:
+	pthread_mutex_unlock(&bb.files_lock);
+	return ret;
+}
+
+/*
+ * Can every change to [start, end) be seen? Private anonymous memory: yes,
+ * only this process changes it, through the hooked calls. Shared or
+ * file-backed memory: yes once its inode is in the `files` map (another
+ * process can only take pages away by truncating or punching the file,
+ * which removes them from the page cache). Huge pages (hugetlbfs): no, their
+ * truncation path is not hooked.
+ */
+static int bpf_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
+{
+	uintptr_t addr = start;
+
+	(void)mon;
+	while (addr < end) {
+		struct rc_procmap_query q = {
+			.size = sizeof(q),
+			.query_flags = RC_PROCMAP_COVERING_OR_NEXT,
+			.query_addr = addr,
+		};
+		int ret;
+
+		if (!bb.procmap)
+			return -EOPNOTSUPP;
+		if (ioctl(bb.maps_fd, RC_PROCMAP_QUERY, &q)) {
+			if (errno == ENOENT)
+				break;	/* no VMA above: pinning will fail */
+			return -errno;
+		}
+		if (q.vma_start >= end)
+			break;
+		if (q.vma_page_size != RC_PAGE)
+			return -EOPNOTSUPP;
+		if (q.inode) {
+			ret = watch_file(&q, start, end);
+			if (ret)
+				return ret;
+		}
+		addr = q.vma_end;
+	}
+	return 0;
+}
+
+static void bpf_forked(struct rc_monitor *mon)
+{
+	/* Another thread of the child may still read the old generation
+	 * pointer: turn that page into a private zero page instead of
+	 * unmapping it (one page per fork is leaked, on purpose). */
+	if (bb.gen)
+		mmap((void *)bb.gen, bb.page, PROT_READ,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	bb.gen = NULL;
+	mon->gen = &mon->queue_head;
+	teardown(true);
+}
+
+static void bpf_stop(struct rc_monitor *mon)
+{
+	double t0 = now_ms();
+
+	mon->gen = &mon->queue_head;
+	teardown(false);
+	rc_debug("eBPF monitor: detached and unloaded in %.1f ms",
+		 now_ms() - t0);
+}
+
+const struct rc_monitor_ops rc_monitor_bpf_ops = {
+	.name = "bpf",
+	.start = bpf_start,
+	.watch = bpf_watch,
+	.pull = bpf_pull,
+	.forked = bpf_forked,
+	.stop = bpf_stop,
+};

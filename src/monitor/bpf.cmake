@@ -1,0 +1,75 @@
+# The eBPF monitor backend (src/monitor/bpf.c + src/monitor/bpf/*.bpf.c).
+# Included OPTIONAL by the top CMakeLists.txt. Needs clang (-target bpf),
+# bpftool, libbpf (pkg-config) and the kernel's BTF; without any of them the
+# library is built without it and "auto" falls back to userfaultfd / none.
+option(REGCACHE_MONITOR_BPF "build the eBPF monitor backend when possible" ON)
+set(REGCACHE_VMLINUX_BTF "/sys/kernel/btf/vmlinux" CACHE FILEPATH
+  "BTF of the kernel the BPF programs are compiled against (CO-RE relocates them)")
+
+function(regcache_bpf_backend)
+  if(NOT REGCACHE_MONITOR_BPF)
+    message(STATUS "eBPF monitor: disabled (REGCACHE_MONITOR_BPF=OFF)")
+    return()
+  endif()
+  find_program(REGCACHE_CLANG NAMES clang clang-14 clang-15 clang-16 clang-13)
+  find_program(REGCACHE_BPFTOOL NAMES bpftool PATHS /usr/sbin /sbin)
+  pkg_check_modules(LIBBPF IMPORTED_TARGET libbpf>=0.8)
+  set(missing "")
+  if(NOT REGCACHE_CLANG)
+    list(APPEND missing "clang")
+  endif()
+  if(NOT REGCACHE_BPFTOOL)
+    list(APPEND missing "bpftool")
+  endif()
+  if(NOT LIBBPF_FOUND)
+    list(APPEND missing "libbpf (pkg-config libbpf; apt-get install libbpf-dev)")
+  endif()
+  if(NOT EXISTS ${REGCACHE_VMLINUX_BTF})
+    list(APPEND missing "${REGCACHE_VMLINUX_BTF} (kernel built without CONFIG_DEBUG_INFO_BTF)")
+  endif()
+  if(missing)
+    string(JOIN ", " missing_s ${missing})
+    message(STATUS "eBPF monitor: not built, missing ${missing_s}")
+    return()
+  endif()
+
+  set(src ${CMAKE_CURRENT_SOURCE_DIR}/src/monitor/bpf)
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/monitor-bpf)
+  file(MAKE_DIRECTORY ${out})
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+    set(arch x86)
+  else()
+    message(STATUS "eBPF monitor: not built, only x86_64 syscall numbers are known")
+    return()
+  endif()
+
+  add_custom_command(OUTPUT ${out}/vmlinux.h
+    COMMAND ${REGCACHE_BPFTOOL} btf dump file ${REGCACHE_VMLINUX_BTF} format c > ${out}/vmlinux.h.tmp
+    COMMAND ${CMAKE_COMMAND} -E rename ${out}/vmlinux.h.tmp ${out}/vmlinux.h
+    COMMENT "vmlinux.h from ${REGCACHE_VMLINUX_BTF}"
+    VERBATIM)
+  add_custom_command(OUTPUT ${out}/rc_monitor.bpf.o
+    COMMAND ${REGCACHE_CLANG} -target bpf -O2 -g -D__TARGET_ARCH_${arch}
+            -Wall -Werror -I${out} -I${src} ${LIBBPF_CFLAGS}
+            -c ${src}/rc_monitor.bpf.c -o ${out}/rc_monitor.bpf.o
+    DEPENDS ${src}/rc_monitor.bpf.c ${src}/rc_bpf_abi.h ${out}/vmlinux.h
+    COMMENT "clang -target bpf rc_monitor.bpf.c"
+    VERBATIM)
+  add_custom_command(OUTPUT ${out}/rc_monitor.skel.h
+    COMMAND ${REGCACHE_BPFTOOL} gen skeleton ${out}/rc_monitor.bpf.o name rc_monitor_bpf > ${out}/rc_monitor.skel.h.tmp
+    COMMAND ${CMAKE_COMMAND} -E rename ${out}/rc_monitor.skel.h.tmp ${out}/rc_monitor.skel.h
+    DEPENDS ${out}/rc_monitor.bpf.o
+    COMMENT "bpftool gen skeleton rc_monitor"
+    VERBATIM)
+  add_custom_target(regcache_bpf_skel DEPENDS ${out}/rc_monitor.skel.h)
+
+  target_sources(regcache PRIVATE src/monitor/bpf.c ${out}/rc_monitor.skel.h)
+  add_dependencies(regcache regcache_bpf_skel)
+  target_include_directories(regcache PRIVATE ${out} ${src})
+  target_link_libraries(regcache PRIVATE PkgConfig::LIBBPF)
+  target_compile_definitions(regcache PRIVATE RC_HAVE_MONITOR_BPF=1)
+  set(REGCACHE_HAVE_BPF ON PARENT_SCOPE)
+  message(STATUS "eBPF monitor: built (${REGCACHE_CLANG}, ${REGCACHE_BPFTOOL}, libbpf ${LIBBPF_VERSION})")
+endfunction()
+
+regcache_bpf_backend()

@@ -1,0 +1,518 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * regcache's eBPF monitor: publish every range whose pages a monitored
+ * process is about to change, synchronously, inside the changing thread.
+ *
+ * Stages (see docs/monitor-bpf.md for why each is needed):
+ *  1. sys_enter of munmap, mremap, madvise, brk, mmap(MAP_FIXED), shmdt,
+ *     shmat(SHM_REMAP), remap_file_pages, process_madvise, fallocate,
+ *     ftruncate, truncate: push the range before the kernel touches it and
+ *     remember it for the thread.
+ *  2. mmap_lock_released: the zap is done but the mmap lock is still held,
+ *     so no other thread can map the address again yet: push it again.
+ *  3. sys_exit: push it a third time and forget it.
+ *  io_uring IORING_OP_MADVISE: at submission and at completion.
+ *  Page-cache removal of a watched file (truncate or hole punch by anyone).
+ *
+ * The generation that the cache's hit path reads is the ring's producer
+ * position, which the kernel advances when a record is reserved and which it
+ * maps read-only into the process: no other process can move it back. The
+ * consumer (bpf.c:bpf_pull) waits for a reserved record to be committed, so
+ * a record is always read before the generation it moved is adopted.
+ *
+ * Every map is keyed by tgid so that one loaded set of programs could serve
+ * many processes; today each process loads its own set.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "rc_bpf_abi.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* x86_64 syscall numbers (native) */
+#define NR_mmap 9
+#define NR_munmap 11
+#define NR_brk 12
+#define NR_mremap 25
+#define NR_madvise 28
+#define NR_shmat 30
+#define NR_shmdt 67
+#define NR_truncate 76
+#define NR_ftruncate 77
+#define NR_remap_file_pages 216
+#define NR_fallocate 285
+#define NR_process_madvise 440
+
+/* i386 numbers of the same calls, for int $0x80 from a 64-bit process */
+#define NR32_brk 45
+#define NR32_old_mmap 90
+#define NR32_munmap 91
+#define NR32_truncate 92
+#define NR32_ftruncate 93
+#define NR32_ipc 117
+#define NR32_mremap 163
+#define NR32_mmap2 192
+#define NR32_truncate64 193
+#define NR32_ftruncate64 194
+#define NR32_madvise 219
+#define NR32_remap_file_pages 257
+#define NR32_fallocate 324
+#define NR32_shmat 397
+#define NR32_shmdt 398
+
+#define TS_COMPAT 0x0002	/* arch/x86/include/asm/thread_info.h */
+#define MAP_FIXED 0x10
+#define MAP_FIXED_NOREPLACE 0x100000
+#define MREMAP_FIXED 2
+#define SHM_REMAP 040000
+#define FALLOC_FL_KEEP_SIZE 0x01
+#define PF_IO_WORKER 0x00000010
+#define PAGE_MASK_ (~4095ULL)
+
+struct rc_ring {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, RC_BPF_RING_BYTES);
+};
+
+/* tgid -> that process's ring buffer (created and inserted by bpf.c) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__uint(max_entries, RC_BPF_MAX_PROCS);
+	__type(key, __u32);
+	__array(values, struct rc_ring);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RC_BPF_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct rc_bpf_proc);
+} procs_state SEC(".maps");
+
+/* mm_struct -> tgid: a clone(CLONE_VM) child that is not a thread has its
+ * own tgid but changes our address space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RC_BPF_MAX_PROCS);
+	__type(key, __u64);
+	__type(value, __u32);
+} mms SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RC_BPF_MAX_PENDING);
+	__type(key, __u32);
+	__type(value, struct rc_bpf_pending);
+} pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RC_BPF_MAX_FILES);
+	__type(key, struct rc_bpf_file_key);
+	__type(value, struct rc_bpf_file);
+} files SEC(".maps");
+
+/* Threads with an entry in `pending`: lets the exit and lock hooks, which
+ * fire for every process on the machine, return after one load. */
+__u64 npending = 0;
+/* Entries in `files`, maintained by bpf.c: same purpose for the page-cache
+ * hook. */
+__u64 nfiles = 0;
+
+static __always_inline void count_drop(__u32 tgid)
+{
+	struct rc_bpf_proc *p = bpf_map_lookup_elem(&procs_state, &tgid);
+
+	if (p)
+		__sync_fetch_and_add(&p->drops, 1);
+}
+
+/* Push one record. Reserving moves the producer position (the generation);
+ * the consumer waits for the commit before it reads past it. */
+static __always_inline void emit(__u32 tgid, __u64 start, __u64 end)
+{
+	struct rc_bpf_range *rec;
+	void *ring;
+
+	if (start >= end)
+		return;
+	ring = bpf_map_lookup_elem(&procs, &tgid);
+	if (!ring)
+		return;
+	rec = bpf_ringbuf_reserve(ring, sizeof(*rec), 0);
+	if (!rec) {
+		/* Full: the producer position is already ahead of every
+		 * cache's adopted generation, so the next pull sees the
+		 * drop and invalidates everything. */
+		count_drop(tgid);
+		return;
+	}
+	rec->start = start;
+	rec->end = end;
+	/* Nobody sleeps on the ring: skip the wakeup's irq_work. */
+	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+}
+
+/* The tgid whose address space the current task changes, or 0. */
+static __always_inline __u32 monitored(struct task_struct *task)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct rc_bpf_proc *p;
+	__u64 mm;
+	__u32 *owner;
+
+	p = bpf_map_lookup_elem(&procs_state, &tgid);
+	if (p) {
+		if (!p->mm)
+			p->mm = (__u64)task->mm;
+		return tgid;
+	}
+	mm = (__u64)task->mm;
+	owner = bpf_map_lookup_elem(&mms, &mm);
+	return owner ? *owner : 0;
+}
+
+static __always_inline void range_of(struct rc_bpf_range *r, __u64 addr,
+				     __u64 len)
+{
+	__u64 end = addr + len;
+
+	r->start = addr & PAGE_MASK_;
+	if (!len) {
+		r->end = r->start;
+		return;
+	}
+	if (end < addr || end > ~4095ULL)
+		r->end = ~0ULL;
+	else
+		r->end = (end + 4095) & PAGE_MASK_;
+}
+
+static __always_inline void everything(struct rc_bpf_range *r)
+{
+	r->start = 0;
+	r->end = ~0ULL;
+}
+
+/* Advice that cannot give a range new pages; anything else, including
+ * advice newer than this list, invalidates (design rule 8). */
+static __always_inline bool advice_harmless(__u64 advice)
+{
+	switch (advice) {
+	case 0:		/* NORMAL */
+	case 1:		/* RANDOM */
+	case 2:		/* SEQUENTIAL */
+	case 3:		/* WILLNEED */
+	case 10:	/* DONTFORK */
+	case 11:	/* DOFORK */
+	case 16:	/* DONTDUMP */
+	case 17:	/* DODUMP */
+	case 18:	/* WIPEONFORK: only the child's copy */
+	case 19:	/* KEEPONFORK */
+	case 20:	/* COLD */
+	case 22:	/* POPULATE_READ */
+	case 23:	/* POPULATE_WRITE */
+		return true;
+	}
+	return false;
+}
+
+/* Does fd refer to a file that a watched region maps? Unknown -> yes. */
+static __always_inline bool fd_watched(struct task_struct *task, __u64 fd)
+{
+	struct rc_bpf_file_key key = {};
+	struct file **fdarr;
+	struct file *f = NULL;
+	struct fdtable *fdt;
+	struct inode *inode;
+	unsigned int max;
+
+	if (!nfiles)
+		return false;
+	fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt)
+		return true;
+	max = BPF_CORE_READ(fdt, max_fds);
+	fdarr = BPF_CORE_READ(fdt, fd);
+	if (fd >= max || !fdarr)
+		return false;	/* EBADF: the syscall changes nothing */
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fdarr[fd]) || !f)
+		return true;
+	inode = BPF_CORE_READ(f, f_inode);
+	if (!inode)
+		return true;
+	key.ino = BPF_CORE_READ(inode, i_ino);
+	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	return bpf_map_lookup_elem(&files, &key) != NULL;
+}
+
+/* Ranges a native syscall is about to change; returns how many. */
+static __always_inline int native_ranges(struct task_struct *task,
+					 struct pt_regs *regs, long id,
+					 struct rc_bpf_range *r)
+{
+	__u64 a0 = regs->di, a1 = regs->si, a2 = regs->dx, a3 = regs->r10;
+	__u64 cur;
+
+	switch (id) {
+	case NR_mmap:
+		if (!(a3 & MAP_FIXED) || (a3 & MAP_FIXED_NOREPLACE))
+			return 0;
+		range_of(r, a0, a1);
+		return 1;
+	case NR_munmap:
+	case NR_remap_file_pages:
+		range_of(r, a0, a1);
+		return 1;
+	case NR_brk:
+		cur = BPF_CORE_READ(task, mm, brk);
+		if (!a0 || a0 >= cur)
+			return 0;
+		range_of(r, a0, cur - a0);
+		return 1;
+	case NR_mremap:
+		range_of(&r[0], a0, a1 > a2 ? a1 : a2);
+		if (!(a3 & MREMAP_FIXED))
+			return 1;
+		range_of(&r[1], regs->r8, a2);
+		return 2;
+	case NR_madvise:
+		if (advice_harmless(a2))
+			return 0;
+		range_of(r, a0, a1);
+		return 1;
+	case NR_process_madvise:
+		/* Ranges are behind a user iovec; rare: everything. */
+		if (advice_harmless(a3))
+			return 0;
+		everything(r);
+		return 1;
+	case NR_shmat:
+		if (!a1 || !(a2 & SHM_REMAP))
+			return 0;
+		everything(r);
+		return 1;
+	case NR_shmdt:
+		/* The segment's size is not an argument; shmdt is rare. */
+		everything(r);
+		return 1;
+	case NR_truncate:
+		if (!nfiles)
+			return 0;
+		everything(r);
+		return 1;
+	case NR_ftruncate:
+		if (!fd_watched(task, a0))
+			return 0;
+		everything(r);
+		return 1;
+	case NR_fallocate:
+		/* Plain allocation keeps every page; punch, zero, collapse,
+		 * insert and unshare may not. */
+		if (!(a1 & ~(__u64)FALLOC_FL_KEEP_SIZE) || !fd_watched(task, a0))
+			return 0;
+		everything(r);
+		return 1;
+	}
+	return 0;
+}
+
+static __always_inline bool compat_relevant(long id)
+{
+	switch (id) {
+	case NR32_brk:
+	case NR32_old_mmap:
+	case NR32_munmap:
+	case NR32_truncate:
+	case NR32_ftruncate:
+	case NR32_ipc:
+	case NR32_mremap:
+	case NR32_mmap2:
+	case NR32_truncate64:
+	case NR32_ftruncate64:
+	case NR32_madvise:
+	case NR32_remap_file_pages:
+	case NR32_fallocate:
+	case NR32_shmat:
+	case NR32_shmdt:
+	case NR_process_madvise:
+		return true;
+	}
+	return false;
+}
+
+/* Cheap first filter: could this syscall number matter in either ABI? */
+static __always_inline bool maybe_relevant(long id)
+{
+	switch (id) {
+	case NR_mmap:
+	case NR_munmap:
+	case NR_brk:
+	case NR_mremap:
+	case NR_madvise:
+	case NR_shmat:
+	case NR_shmdt:
+	case NR_truncate:
+	case NR_ftruncate:
+	case NR_remap_file_pages:
+	case NR_fallocate:
+	case NR_process_madvise:
+		return true;
+	}
+	return compat_relevant(id);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(rc_sys_enter, struct pt_regs *regs, long id)
+{
+	struct rc_bpf_pending p = {};
+	struct task_struct *task;
+	__u32 tid, tgid;
+	int n;
+
+	if (!maybe_relevant(id))
+		return 0;
+	task = bpf_get_current_task_btf();
+	tgid = monitored(task);
+	if (!tgid)
+		return 0;
+	if (task->thread_info.status & TS_COMPAT) {
+		/* int $0x80 from a 64-bit process: decoding the i386 ABI
+		 * is not worth it for something this rare. */
+		if (!compat_relevant(id))
+			return 0;
+		everything(&p.r[0]);
+		n = 1;
+	} else {
+		n = native_ranges(task, regs, id, p.r);
+	}
+	if (n <= 0)
+		return 0;
+	emit(tgid, p.r[0].start, p.r[0].end);
+	if (n > 1)
+		emit(tgid, p.r[1].start, p.r[1].end);
+	p.tgid = tgid;
+	p.n = n;
+	tid = (__u32)bpf_get_current_pid_tgid();
+	if (bpf_map_update_elem(&pending, &tid, &p, BPF_NOEXIST) == 0) {
+		__sync_fetch_and_add(&npending, 1);
+	} else if (bpf_map_update_elem(&pending, &tid, &p, BPF_EXIST)) {
+		/* No room to remember the range for the later stages:
+		 * count it as a lost record (invalidates everything). */
+		count_drop(tgid);
+	}
+	return 0;
+}
+
+static __always_inline void repeat(bool forget)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct rc_bpf_pending *p;
+
+	p = bpf_map_lookup_elem(&pending, &tid);
+	if (!p)
+		return;
+	emit(p->tgid, p->r[0].start, p->r[0].end);
+	if (p->n > 1)
+		emit(p->tgid, p->r[1].start, p->r[1].end);
+	if (forget && bpf_map_delete_elem(&pending, &tid) == 0)
+		__sync_fetch_and_add(&npending, -1);
+}
+
+/* After the zap, before the mmap lock is dropped: no other thread can have
+ * mapped the address again yet (kernel-facts.md: ~45 in 100000 reuses beat
+ * the exit hook). */
+SEC("tp_btf/mmap_lock_released")
+int BPF_PROG(rc_mmap_lock_released, struct mm_struct *mm, bool write)
+{
+	if (!npending)
+		return 0;
+	repeat(false);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(rc_sys_exit, struct pt_regs *regs, long ret)
+{
+	if (!npending)
+		return 0;
+	repeat(true);
+	return 0;
+}
+
+/* io_uring IORING_OP_MADVISE runs in an io-wq worker without a syscall of
+ * its own: publish at submission (before the worker can run it) and at
+ * completion (after it). A thread that touches the range between the two is
+ * racing with its own in-flight request. */
+static __always_inline void uring_madvise(struct io_kiocb *req)
+{
+	struct io_madvise ma;
+	struct rc_bpf_range r;
+	struct task_struct *task;
+	__u8 opcode = 0;
+	__u32 tgid;
+
+	if (bpf_probe_read_kernel(&opcode, sizeof(opcode), &req->opcode) ||
+	    opcode != IORING_OP_MADVISE)
+		return;
+	task = bpf_get_current_task_btf();
+	tgid = monitored(task);
+	if (!tgid)
+		return;
+	if (bpf_probe_read_kernel(&ma, sizeof(ma), &req->cmd)) {
+		everything(&r);
+	} else {
+		if (advice_harmless(ma.advice))
+			return;
+		range_of(&r, ma.addr, ma.len);
+	}
+	emit(tgid, r.start, r.end);
+}
+
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(rc_uring_submit, struct io_kiocb *req)
+{
+	uring_madvise(req);
+	return 0;
+}
+
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(rc_uring_complete, struct io_ring_ctx *rctx, void *req,
+	     struct io_uring_cqe *cqe)
+{
+	if (req)
+		uring_madvise((struct io_kiocb *)req);
+	return 0;
+}
+
+/* A page of a watched file leaves the page cache: truncate, hole punch or
+ * MADV_REMOVE, by this process or any other. Which of our addresses map it
+ * is not known here, so everything of the owner is invalidated. */
+SEC("tp_btf/mm_filemap_delete_from_page_cache")
+int BPF_PROG(rc_filemap_delete, struct folio *folio)
+{
+	struct rc_bpf_file_key key = {};
+	struct rc_bpf_file *f;
+	struct inode *host;
+	__u64 index;
+
+	if (!nfiles)
+		return 0;
+	host = BPF_CORE_READ(folio, mapping, host);
+	if (!host)
+		return 0;
+	key.ino = BPF_CORE_READ(host, i_ino);
+	key.dev = BPF_CORE_READ(host, i_sb, s_dev);
+	f = bpf_map_lookup_elem(&files, &key);
+	if (!f)
+		return 0;
+	index = BPF_CORE_READ(folio, index);
+	/* A large folio may start before the watched range. */
+	if (index + 512 <= f->pgoff_lo || index >= f->pgoff_hi)
+		return 0;
+	emit(f->tgid, 0, ~0ULL);
+	return 0;
+}
