@@ -4,7 +4,7 @@ if(NOT REGCACHE_HAVE_BPF)
   return()
 endif()
 
-foreach(t munmap)
+foreach(t munmap mremap madvise uring_madvise map_fixed sbrk free_malloc shmdt guard file_punch)
   regcache_add_test(NAME bpf_${t} SOURCES bpf_${t}.c LIBS Threads::Threads
     LABELS bpf ENV REGCACHE_MONITOR=bpf)
 endforeach()
