@@ -1,10 +1,16 @@
 # Tests of the eBPF monitor (src/monitor/bpf.cmake sets REGCACHE_HAVE_BPF).
-# Each needs root or CAP_BPF+CAP_PERFMON; without them it exits 77.
+# Each needs root or CAP_BPF+CAP_PERFMON; without them it exits 77 with the
+# reason. REGCACHE_MONITOR=bpf: a test never silently runs another backend.
 if(NOT REGCACHE_HAVE_BPF)
   return()
 endif()
 
-foreach(t munmap mremap madvise uring_madvise map_fixed sbrk free_malloc shmdt guard file_punch)
-  regcache_add_test(NAME bpf_${t} SOURCES bpf_${t}.c LIBS Threads::Threads
-    LABELS bpf ENV REGCACHE_MONITOR=bpf)
+foreach(t munmap mremap madvise uring_madvise map_fixed sbrk free_malloc
+          shmdt guard file_punch overflow in_use clone_vm int80)
+  regcache_add_test(NAME bpf_${t} SOURCES bpf_${t}.c LABELS bpf
+    ENV REGCACHE_MONITOR=bpf)
 endforeach()
+regcache_add_test(NAME bpf_race SOURCES bpf_race.c LIBS Threads::Threads
+  LABELS bpf stress ENV REGCACHE_MONITOR=bpf TIMEOUT 300)
+regcache_add_test(NAME bpf_detach SOURCES bpf_detach.c LIBS PkgConfig::LIBBPF
+  LABELS bpf ENV REGCACHE_MONITOR=bpf)

@@ -110,14 +110,16 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt,
 	return 0;
 }
 
-/* In a forked child, drop our references to the parent's links at once:
- * otherwise a child that never calls regcache again would keep the parent's
- * programs attached (and taxing every syscall) after the parent stops.
- * dup2 over the fd keeps libbpf's bookkeeping valid; the fd now names
- * /dev/null and ->forked() closes it. A raw clone() skips this handler; its
- * references go at its exit, exec or next regcache call. */
+/* In a forked child, drop our references to the parent's links, programs
+ * and maps at once: otherwise a child that never calls regcache again would
+ * keep the parent's programs attached (taxing every syscall) after the
+ * parent stops. dup2 over each fd keeps libbpf's bookkeeping valid; the fd
+ * now names /dev/null and ->forked() closes it. A raw clone() skips this
+ * handler; its references go at its exit, exec or next regcache call. */
 static void atfork_child(void)
 {
+	struct bpf_program *prog;
+	struct bpf_map *map;
 	struct bpf_link **links;
 
 	if (!bb.skel || bb.null_fd < 0)
@@ -126,6 +128,14 @@ static void atfork_child(void)
 	for (size_t i = 0; i < sizeof(bb.skel->links) / sizeof(*links); i++)
 		if (links[i] && bpf_link__fd(links[i]) >= 0)
 			dup2(bb.null_fd, bpf_link__fd(links[i]));
+	bpf_object__for_each_program(prog, bb.skel->obj)
+		if (bpf_program__fd(prog) >= 0)
+			dup2(bb.null_fd, bpf_program__fd(prog));
+	bpf_object__for_each_map(map, bb.skel->obj)
+		if (bpf_map__fd(map) >= 0)
+			dup2(bb.null_fd, bpf_map__fd(map));
+	if (bb.ring_fd >= 0)
+		dup2(bb.null_fd, bb.ring_fd);
 }
 
 static void register_atfork(void)
@@ -249,6 +259,11 @@ static int self_test(void)
 		rc_info("BPF programs are attached but did not see munmap");
 		return -ENOSYS;
 	}
+	/* A clone(CLONE_VM) child that is not a thread has its own tgid but
+	 * changes our address space: the programs also look up the mm. */
+	if (bpf_map_update_elem(bpf_map__fd(bb.skel->maps.mms), &st.mm,
+				&bb.tgid, BPF_ANY))
+		return -errno;
 	/* Nothing of ours was cached yet: skip the test's records. */
 	rc_store_release(bb.cons, rc_load_acquire(bb.gen));
 	bb.drops_seen = st.drops;

@@ -7,9 +7,11 @@
 #ifndef RC_BPF_ABI_H
 #define RC_BPF_ABI_H
 
-/* Bytes of one process's ring buffer: 256 KiB holds 10922 records. A burst
+/* Bytes of one process's ring buffer: 64 KiB holds 2730 records, fewer than
+ * the monitor queue (RC_QUEUE_SIZE 4096), so one pull never overflows the
+ * queue and a lost record is only ever reported as a drop. A burst
  * that overflows it is counted in rc_proc.drops and invalidates everything. */
-#define RC_BPF_RING_BYTES (256u * 1024u)
+#define RC_BPF_RING_BYTES (64u * 1024u)
 /* Processes one loaded program set can serve (the maps are keyed by tgid). */
 #define RC_BPF_MAX_PROCS 64
 /* Threads that can be inside a monitored syscall at the same time. */
