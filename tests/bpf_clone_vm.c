@@ -36,6 +36,11 @@ int main(void)
 	int status;
 	pid_t pid;
 
+#if defined(__SANITIZE_THREAD__)
+	printf("SKIP: TSan cannot run a clone(CLONE_VM) child that shares "
+	       "the parent's thread state\n");
+	return T_EXIT_SKIP;
+#endif
 	t_bpf_env();
 	t_ring_init(&ring);
 	c = t_uring_cache(&ring, 0, 0, 0);
