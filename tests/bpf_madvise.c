@@ -2,10 +2,12 @@
  * Description: eBPF monitor: madvise advice that gives a range new pages
  * invalidates cached regions: MADV_DONTNEED through libc and through a raw
  * syscall, MADV_DONTNEED_LOCKED, MADV_REMOVE on shared memory, and
- * MADV_FREE (which the kernel keeps coherent until reclaim, so there is no
+ * process_madvise(MADV_DONTNEED) on ourselves, MADV_FREE (which the kernel keeps coherent until reclaim, so there is no
  * negative control, but the range is still invalidated). MADV_WILLNEED
  * must not invalidate.
  */
+#include <sys/uio.h>
+
 #include "bpf_helpers.h"
 
 #ifndef MADV_DONTNEED_LOCKED
@@ -44,6 +46,29 @@ int main(void)
 	t_bpf_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(madvise(buf, LEN, MADV_FREE) == 0);
 	t_bpf_case_end(&k, "madvise(MADV_FREE)", false);
+
+	{
+		/* process_madvise on ourselves (Linux 6.13+ accepts
+		 * DONTNEED there): no madvise call at all. */
+		struct iovec iov = { .iov_base = buf, .iov_len = LEN };
+		int pidfd = syscall(SYS_pidfd_open, getpid(), 0);
+		long ret;
+
+		T_REQUIRE(pidfd >= 0);
+		t_bpf_case_begin(&k, &ring, c, buf, LEN);
+		ret = syscall(SYS_process_madvise, pidfd, &iov, 1,
+			      MADV_DONTNEED, 0);
+		if (ret < 0 && errno == EINVAL) {
+			printf("process_madvise(MADV_DONTNEED) on self is not "
+			       "supported here (EINVAL)\n");
+			regcache_put(c, k.held);
+		} else {
+			T_EXPECT_EQ(LEN, ret);
+			t_bpf_case_end(&k, "process_madvise(self, "
+				       "MADV_DONTNEED)", true);
+		}
+		close(pidfd);
+	}
 
 	shared = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
