@@ -14,3 +14,6 @@ regcache_add_test(NAME bpf_race SOURCES bpf_race.c LIBS Threads::Threads
   LABELS bpf stress ENV REGCACHE_MONITOR=bpf TIMEOUT 300)
 regcache_add_test(NAME bpf_detach SOURCES bpf_detach.c LIBS PkgConfig::LIBBPF
   LABELS bpf ENV REGCACHE_MONITOR=bpf)
+# Numbers, not a pass/fail property (docs/monitor-bpf.md has the results).
+regcache_add_test(NAME bpf_bench SOURCES bpf_bench.c LABELS bench
+  ENV REGCACHE_MONITOR=bpf ARGS 1)
