@@ -19,6 +19,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -327,10 +328,14 @@ static int bpf_start(struct rc_monitor *mon)
 	q.size = sizeof(q);
 	q.query_addr = (uintptr_t)&bb;
 	bb.procmap = bb.maps_fd >= 0 &&
-		     ioctl(bb.maps_fd, RC_PROCMAP_QUERY, &q) == 0;
+		     ioctl(bb.maps_fd, RC_PROCMAP_QUERY, &q) == 0 &&
+		     !getenv("REGCACHE_BPF_NO_PROCMAP_QUERY");
 	if (!bb.procmap)
-		rc_info("PROCMAP_QUERY unavailable (%s): shared and file "
-			"mappings are served uncached", strerror(errno));
+		rc_info("PROCMAP_QUERY %s: each miss reads /proc/self/maps "
+			"instead", getenv("REGCACHE_BPF_NO_PROCMAP_QUERY") ?
+					   "disabled by "
+					   "REGCACHE_BPF_NO_PROCMAP_QUERY" :
+					   "unavailable (Linux < 6.11)");
 
 	mon->caps = (struct rc_monitor_caps){
 		.can_cache = true,
@@ -472,6 +477,68 @@ out:
 	return ret;
 }
 
+/* Linux < 6.11 has no PROCMAP_QUERY: find the first VMA that ends above
+ * @addr in the text of /proc/self/maps, read through a stack buffer (no
+ * allocation). Fills the fields of @q that bpf_watch() uses. */
+static int maps_text_query(uintptr_t addr, struct rc_procmap_query *q)
+{
+	char buf[4096], line[512];
+	size_t len = 0;
+	ssize_t n;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			unsigned long long s, e, off, ino;
+			unsigned maj, min;
+			char perms[8];
+
+			if (buf[i] != '\n') {
+				if (len < sizeof(line) - 1)
+					line[len++] = buf[i];
+				continue;
+			}
+			line[len] = 0;
+			len = 0;
+			if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &s, &e,
+				   perms, &off, &maj, &min, &ino) != 7 ||
+			    e <= addr)
+				continue;
+			close(fd);
+			memset(q, 0, sizeof(*q));
+			q->vma_start = s;
+			q->vma_end = e;
+			q->vma_offset = off;
+			q->dev_major = maj;
+			q->dev_minor = min;
+			q->inode = ino;
+			/* Huge pages cannot be told from the text cheaply
+			 * ("KernelPageSize" is in smaps): a hugetlbfs file
+			 * is named after its mount. */
+			q->vma_page_size = strstr(line, "/hugepages") ||
+						   strstr(line, "anon_hugepage") ?
+						   0 :
+						   RC_PAGE;
+			return 0;
+		}
+	}
+	close(fd);
+	return n < 0 ? -errno : -ENOENT;
+}
+
+static int vma_query(uintptr_t addr, struct rc_procmap_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->size = sizeof(*q);
+	q->query_flags = RC_PROCMAP_COVERING_OR_NEXT;
+	q->query_addr = addr;
+	if (!bb.procmap)
+		return maps_text_query(addr, q);
+	return ioctl(bb.maps_fd, RC_PROCMAP_QUERY, q) ? -errno : 0;
+}
+
 /*
  * Can every change to [start, end) be seen? Private anonymous memory: yes,
  * only this process changes it, through the hooked calls. Shared or
@@ -486,20 +553,13 @@ static int bpf_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 
 	(void)mon;
 	while (addr < end) {
-		struct rc_procmap_query q = {
-			.size = sizeof(q),
-			.query_flags = RC_PROCMAP_COVERING_OR_NEXT,
-			.query_addr = addr,
-		};
-		int ret;
+		struct rc_procmap_query q;
+		int ret = vma_query(addr, &q);
 
-		if (!bb.procmap)
-			return -EOPNOTSUPP;
-		if (ioctl(bb.maps_fd, RC_PROCMAP_QUERY, &q)) {
-			if (errno == ENOENT)
-				break;	/* no VMA above: pinning will fail */
-			return -errno;
-		}
+		if (ret == -ENOENT)
+			break;	/* no VMA above: pinning will fail */
+		if (ret)
+			return ret;
 		if (q.vma_start >= end)
 			break;
 		if (q.vma_page_size != RC_PAGE)
