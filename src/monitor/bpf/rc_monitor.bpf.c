@@ -167,10 +167,10 @@ static __always_inline __u32 monitored(struct task_struct *task)
 	p = bpf_map_lookup_elem(&procs_state, &tgid);
 	if (p) {
 		if (!p->mm)
-			p->mm = (__u64)task->mm;
+			p->mm = (__u64)BPF_CORE_READ(task, mm);
 		return tgid;
 	}
-	mm = (__u64)task->mm;
+	mm = (__u64)BPF_CORE_READ(task, mm);
 	owner = bpf_map_lookup_elem(&mms, &mm);
 	return owner ? *owner : 0;
 }
@@ -254,7 +254,11 @@ static __always_inline int native_ranges(struct task_struct *task,
 					 struct pt_regs *regs, long id,
 					 struct rc_bpf_range *r)
 {
-	__u64 a0 = regs->di, a1 = regs->si, a2 = regs->dx, a3 = regs->r10;
+	/* BPF_CORE_READ rather than direct loads through the BTF pointer:
+	 * each direct load makes the verifier search vmlinux BTF by name
+	 * (btf_nested_type_is_trusted), which dominated load time. */
+	__u64 a0 = BPF_CORE_READ(regs, di), a1 = BPF_CORE_READ(regs, si);
+	__u64 a2 = BPF_CORE_READ(regs, dx), a3 = BPF_CORE_READ(regs, r10);
 	__u64 cur;
 
 	switch (id) {
@@ -277,7 +281,7 @@ static __always_inline int native_ranges(struct task_struct *task,
 		range_of(&r[0], a0, a1 > a2 ? a1 : a2);
 		if (!(a3 & MREMAP_FIXED))
 			return 1;
-		range_of(&r[1], regs->r8, a2);
+		range_of(&r[1], BPF_CORE_READ(regs, r8), a2);
 		return 2;
 	case NR_madvise:
 		if (advice_harmless(a2))
@@ -379,7 +383,7 @@ int BPF_PROG(rc_sys_enter, struct pt_regs *regs, long id)
 	tgid = monitored(task);
 	if (!tgid)
 		return 0;
-	if (task->thread_info.status & TS_COMPAT) {
+	if (BPF_CORE_READ(task, thread_info.status) & TS_COMPAT) {
 		/* int $0x80 from a 64-bit process: decoding the i386 ABI
 		 * is not worth it for something this rare. */
 		if (!compat_relevant(id))
