@@ -348,8 +348,8 @@ static __always_inline bool compat_relevant(long id)
 	return false;
 }
 
-/* Cheap first filter: could this syscall number matter in either ABI? */
-static __always_inline bool maybe_relevant(long id)
+/* Cheap first filter for the native ABI. */
+static __always_inline bool native_relevant(long id)
 {
 	switch (id) {
 	case NR_mmap:
@@ -366,7 +366,7 @@ static __always_inline bool maybe_relevant(long id)
 	case NR_process_madvise:
 		return true;
 	}
-	return compat_relevant(id);
+	return false;
 }
 
 SEC("tp_btf/sys_enter")
@@ -375,15 +375,28 @@ int BPF_PROG(rc_sys_enter, struct pt_regs *regs, long id)
 	struct rc_bpf_pending p = {};
 	struct task_struct *task;
 	__u32 tid, tgid;
+	bool compat;
 	int n;
 
-	if (!maybe_relevant(id))
+	/* Every syscall of every process on the machine comes through
+	 * here: decide from the number first. The i386 numbers overlap hot
+	 * native ones (257 is openat, 45 recvfrom), so for those only a
+	 * compat task goes on to the tgid lookup. */
+	if (native_relevant(id)) {
+		task = bpf_get_current_task_btf();
+		compat = BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
+	} else if (compat_relevant(id)) {
+		task = bpf_get_current_task_btf();
+		compat = BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
+		if (!compat)
+			return 0;
+	} else {
 		return 0;
-	task = bpf_get_current_task_btf();
+	}
 	tgid = monitored(task);
 	if (!tgid)
 		return 0;
-	if (BPF_CORE_READ(task, thread_info.status) & TS_COMPAT) {
+	if (compat) {
 		/* int $0x80 from a 64-bit process: decoding the i386 ABI
 		 * is not worth it for something this rare. */
 		if (!compat_relevant(id))
