@@ -61,21 +61,30 @@ struct sync_ctx {
 	struct rc_kill_batch *batch;
 };
 
-static void invalidate_cb(void *arg, uintptr_t start, uintptr_t end)
+/* Forget [start, end): kill the live regions that overlap it and taint the
+ * registrations in flight, which may have pinned the old pages. */
+static unsigned invalidate_locked(struct regcache *c, uintptr_t start,
+				  uintptr_t end, struct rc_kill_batch *batch)
 {
-	struct sync_ctx *s = arg;
-	struct regcache *c = s->c;
 	struct rc_pending *p;
 	unsigned n;
 
-	if (start == 0 && end == UINTPTR_MAX)
-		rc_fetch_add_relaxed(&c->st_overflows, 1);
 	TAILQ_FOREACH(p, &c->pending, link)
 		if (p->start < end && start < p->end)
 			p->tainted = true;
-	n = rc_index_invalidate_locked(c, start, end, s->batch);
+	n = rc_index_invalidate_locked(c, start, end, batch);
 	if (n)
 		rc_fetch_add_relaxed(&c->st_invalidations, n);
+	return n;
+}
+
+static void invalidate_cb(void *arg, uintptr_t start, uintptr_t end)
+{
+	struct sync_ctx *s = arg;
+
+	if (start == 0 && end == UINTPTR_MAX)
+		rc_fetch_add_relaxed(&s->c->st_overflows, 1);
+	invalidate_locked(s->c, start, end, s->batch);
 }
 
 static void update_monitor_caps(struct regcache *c)
@@ -89,18 +98,33 @@ static void update_monitor_caps(struct regcache *c)
 void rc_cache_sync_locked(struct regcache *c, struct rc_kill_batch *batch)
 {
 	struct sync_ctx s = { .c = c, .batch = batch };
-	struct rc_pending *p;
 
 	if (rc_monitor_current(&c->cursor))
 		return;
 	if (rc_monitor_sync(&c->cursor, invalidate_cb, &s)) {
-		/* Forked: the regions are the parent's. */
+		/* Forked: the regions are the parent's, and the pending
+		 * records live on stacks of threads the child does not have. */
 		rc_region_forget_all_locked(c);
-		TAILQ_FOREACH(p, &c->pending, link)
-			p->tainted = true;
+		TAILQ_INIT(&c->pending);
 		update_monitor_caps(c);
 		rc_monitor_sync(&c->cursor, invalidate_cb, &s);
 	}
+}
+
+/* Pass-through paths skip the monitor, but must still notice a fork before
+ * they touch a region that may be the parent's. */
+static void check_fork(struct regcache *c)
+{
+	struct rc_kill_batch batch;
+
+	if (rc_likely(rc_load_relaxed(rc_mon.fork_guard) ==
+		      rc_load_relaxed(&c->cursor.epoch)))
+		return;
+	rc_kill_batch_init(&batch);
+	pthread_mutex_lock(&c->lock);
+	rc_cache_sync_locked(c, &batch);
+	pthread_mutex_unlock(&c->lock);
+	rc_region_kill_finish(c, &batch);
 }
 
 /* ---------------------------------------------------------------------
@@ -269,8 +293,10 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 		return -EINVAL;
 	}
 	*out = NULL;
-	if (c->never_cache)
+	if (c->never_cache) {
+		check_fork(c);
 		return get_passthrough(c, pstart, pend, access, out);
+	}
 	merge = true;
 
 	for (int attempt = 0; attempt < RC_MISS_ATTEMPTS; attempt++) {
@@ -435,6 +461,10 @@ int regcache_get(struct regcache *c, const void *addr, size_t len,
 static rc_noinline void put_passthrough(struct regcache *c,
 					struct rc_region *r)
 {
+	/* Held across fork: the registration is the parent's. */
+	check_fork(c);
+	if (rc_load_relaxed(&r->flags) & RC_REGION_FORGOTTEN)
+		return;
 	rc_region_dereg(c, r);
 	pthread_mutex_lock(&c->lock);
 	TAILQ_REMOVE(&c->passthrough, r, link);
@@ -504,9 +534,7 @@ int regcache_invalidate(struct regcache *c, const void *addr, size_t len)
 	rc_kill_batch_init(&batch);
 	pthread_mutex_lock(&c->lock);
 	rc_cache_sync_locked(c, &batch);
-	n = rc_index_invalidate_locked(c, start, end, &batch);
-	if (n)
-		rc_fetch_add_relaxed(&c->st_invalidations, n);
+	n = invalidate_locked(c, start, end, &batch);
 	pthread_mutex_unlock(&c->lock);
 	rc_region_kill_finish(c, &batch);
 	return (int)n;

@@ -20,6 +20,8 @@
 /* rc_region.flags */
 #define RC_REGION_PASSTHROUGH	(1u << 0)	/* not cached: dereg at put */
 #define RC_REGION_WATCHED	(1u << 1)	/* unwatch after dereg */
+#define RC_REGION_FORGOTTEN	(1u << 2)	/* held across fork: never
+						   deregistered or reused */
 
 /* rc_region.seq modulo 4: the state of the current incarnation. */
 #define RC_SEQ_LIVE	0u	/* indexed; hits may take it */
@@ -84,7 +86,7 @@ TAILQ_HEAD(rc_pending_list, rc_pending);
 
 /* Free regions are kept per owner thread so that a region is always reused
  * by the thread that owns it (see struct rc_region). */
-#define RC_OWNER_BUCKETS 64
+#define RC_OWNER_BUCKETS 256
 struct rc_owner_free {
 	uintptr_t owner;
 	struct rc_region_list regions;

@@ -18,7 +18,7 @@
 
 /* Until the first cache maps the real guard page, the hit path is never run;
  * this keeps rc_mon.fork_guard dereferenceable anyway. */
-static _Atomic uint64_t static_guard = 1;
+static _Atomic uint64_t static_guard;
 
 struct rc_monitor rc_mon = {
 	.gen = &rc_mon.queue_head,
@@ -194,7 +194,6 @@ static int map_fork_guard(void)
 		return ret;
 	}
 	rc_mon.fork_guard = page;
-	rc_store_relaxed(rc_mon.fork_guard, 1);
 	return 0;
 }
 
@@ -208,8 +207,10 @@ int rc_monitor_acquire(void)
 		ret = map_fork_guard();
 		if (!ret) {
 			start_backend();
-			atomic_fetch_add_explicit(&rc_mon.epoch, 1,
-						  memory_order_release);
+			rc_store_relaxed(rc_mon.fork_guard,
+					 atomic_fetch_add_explicit(
+						 &rc_mon.epoch, 1,
+						 memory_order_release) + 1);
 		}
 	}
 	if (!ret)
@@ -241,16 +242,17 @@ static void recover_from_fork(void)
 		rc_mon.ops = NULL;
 		if (mon_users)
 			start_backend();
-		atomic_fetch_add_explicit(&rc_mon.epoch, 1,
-					  memory_order_release);
-		rc_store_relaxed(rc_mon.fork_guard, 1);
+		rc_store_relaxed(rc_mon.fork_guard,
+				 atomic_fetch_add_explicit(&rc_mon.epoch, 1,
+							   memory_order_release) + 1);
 	}
 	pthread_mutex_unlock(&mon_lock);
 }
 
 void rc_monitor_cursor_init(struct rc_monitor_cursor *cur)
 {
-	cur->epoch = atomic_load_explicit(&rc_mon.epoch, memory_order_acquire);
+	rc_store_relaxed(&cur->epoch,
+			 atomic_load_explicit(&rc_mon.epoch, memory_order_acquire));
 	rc_store_release(&cur->gen_seen, rc_load_acquire(rc_mon.gen));
 	cur->pos = rc_load_acquire(&rc_mon.queue_head);
 }
@@ -284,8 +286,8 @@ bool rc_monitor_sync(struct rc_monitor_cursor *cur, rc_invalidate_fn *fn,
 
 	if (rc_unlikely(rc_load_relaxed(rc_mon.fork_guard) == 0))
 		recover_from_fork();
-	if (cur->epoch != atomic_load_explicit(&rc_mon.epoch,
-					       memory_order_acquire)) {
+	if (rc_load_relaxed(&cur->epoch) !=
+	    atomic_load_explicit(&rc_mon.epoch, memory_order_acquire)) {
 		rc_monitor_cursor_init(cur);
 		return true;
 	}

@@ -18,12 +18,13 @@ extern rc_hidden struct rc_monitor rc_mon;
  * struct rc_monitor_cursor - how far one cache has read the monitor
  * @gen_seen: *rc_mon.gen when the cache last drained.
  * @pos:      queue index of the next range to read.
- * @epoch:    rc_mon.epoch at the last drain; differs after fork.
+ * @epoch:    rc_mon.epoch at the last drain; differs after fork (and
+ *            then from *rc_mon.fork_guard, which the hit path checks).
  */
 struct rc_monitor_cursor {
 	_Atomic uint64_t gen_seen;	/* read by the hit path of any thread */
 	uint64_t pos;
-	uint64_t epoch;
+	_Atomic uint64_t epoch;		/* read by the hit path of any thread */
 };
 
 /* Called for each published range; [0, UINTPTR_MAX) means everything. */
@@ -45,8 +46,12 @@ rc_hidden void rc_monitor_release(void);
  */
 static inline bool rc_monitor_current(const struct rc_monitor_cursor *cur)
 {
+	/* The guard word holds the monitor's epoch: zero in a child that has
+	 * not recovered yet, and a new value once one cache has recovered, so
+	 * every other cache of the child notices too. */
 	return rc_load_acquire(rc_mon.gen) == rc_load_acquire(&cur->gen_seen) &&
-	       rc_load_relaxed(rc_mon.fork_guard) != 0;
+	       rc_load_relaxed(rc_mon.fork_guard) ==
+		       rc_load_relaxed(&cur->epoch);
 }
 
 /**

@@ -65,7 +65,7 @@ static struct rc_owner_free *owner_bucket(struct regcache *c, uintptr_t owner,
 
 static struct rc_region *pop_locked(struct regcache *c, uintptr_t self)
 {
-	struct rc_owner_free *b = owner_bucket(c, self, false);
+	struct rc_owner_free *b = c->biased ? owner_bucket(c, self, true) : NULL;
 	struct rc_region *r = NULL;
 
 	if (b && !TAILQ_EMPTY(&b->regions)) {
@@ -74,9 +74,12 @@ static struct rc_region *pop_locked(struct regcache *c, uintptr_t self)
 	} else if (!TAILQ_EMPTY(&c->fresh)) {
 		r = TAILQ_FIRST(&c->fresh);
 		TAILQ_REMOVE(&c->fresh, r, link);
-		/* A region's owner is set once and never changes, so only one
-		 * thread ever stores to its owner_refs. */
-		rc_store_relaxed(&r->owner, c->biased ? self : 0);
+		/* An owned region keeps its owner for good, so only one thread
+		 * ever stores to its owner_refs. A region in "fresh" has no
+		 * owner: every thread counted it with RMWs, so giving it one
+		 * now races with nobody. Without a bucket (more owner threads
+		 * than buckets) it stays unowned, and returns to "fresh". */
+		rc_store_relaxed(&r->owner, b ? self : 0);
 	}
 	return r;
 }
@@ -124,11 +127,9 @@ void rc_region_free_locked(struct regcache *c, struct rc_region *r)
 		TAILQ_INSERT_HEAD(&c->fresh, r, link);
 		return;
 	}
-	b = owner_bucket(c, owner, true);
-	if (b)
-		TAILQ_INSERT_HEAD(&b->regions, r, link);
-	/* else: more owner threads than buckets; the region stays out of
-	 * circulation until regcache_destroy() frees its slab. */
+	/* The bucket was made when the owner allocated the region. */
+	b = owner_bucket(c, owner, false);
+	TAILQ_INSERT_HEAD(&b->regions, r, link);
 }
 
 /* Fill in a free region and make it live (or leave it free-looking for a
@@ -245,22 +246,39 @@ void rc_region_dereg(struct regcache *c, struct rc_region *r)
 		rc_monitor_unwatch(start, end);
 }
 
+/* A region of the parent, in the child: make it free without deregistering
+ * it. One still counted as held (by this thread, or by a parent thread the
+ * child does not have) is never reused: its reference counts are not this
+ * process's to trust, and a put by this thread must find it inert. */
+static void forget_locked(struct regcache *c, struct rc_region *r)
+{
+	rc_store_relaxed(&r->seq, rc_load_relaxed(&r->seq) | RC_SEQ_FREE);
+	if (rc_region_refs(r))
+		rc_store_relaxed(&r->flags,
+				 rc_load_relaxed(&r->flags) | RC_REGION_FORGOTTEN);
+	else
+		rc_region_free_locked(c, r);
+}
+
 /* In a forked child: the registrations belong to the parent's device
  * context, so drop every region without deregistering it. */
 void rc_region_forget_all_locked(struct regcache *c)
 {
 	struct rc_region *r;
-	struct rc_kill_batch batch;
 
-	rc_kill_batch_init(&batch);
-	while ((r = TAILQ_FIRST(&c->lru)))
-		rc_region_kill_locked(c, r, &batch);
+	while ((r = TAILQ_FIRST(&c->lru))) {
+		c->hits_retired += rc_load_relaxed(&r->hits);
+		rc_index_remove(c, r);
+		forget_locked(c, r);
+	}
 	while ((r = TAILQ_FIRST(&c->dead_list))) {
-		uint32_t seq = rc_load_relaxed(&r->seq);
-
 		TAILQ_REMOVE(&c->dead_list, r, link);
-		rc_store_relaxed(&r->seq, seq + 2);
-		rc_region_free_locked(c, r);
+		forget_locked(c, r);
+	}
+	while ((r = TAILQ_FIRST(&c->passthrough))) {
+		TAILQ_REMOVE(&c->passthrough, r, link);
+		rc_store_relaxed(&r->flags,
+				 rc_load_relaxed(&r->flags) | RC_REGION_FORGOTTEN);
 	}
 	atomic_store_explicit(&c->cur_regions, 0, memory_order_relaxed);
 	atomic_store_explicit(&c->cur_bytes, 0, memory_order_relaxed);

@@ -107,7 +107,8 @@ struct rc_queue_slot {
  *   queue_head == number of ranges ever published in this epoch
  *   *gen moves after every publish (gen == &queue_head unless a backend
  *   supplies its own word)
- *   *fork_guard == 0  <=>  this is a forked child that has not reinitialised
+ *   *fork_guard == epoch, except in a forked child that has not recovered
+ *   yet, where the kernel zeroed it (MADV_WIPEONFORK)
  */
 struct rc_monitor {
 	/* Read on every hit, written rarely: keep on its own line. */

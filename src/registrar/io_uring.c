@@ -9,6 +9,7 @@
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <regcache/uring.h>
 
@@ -20,6 +21,7 @@
 
 struct rc_uring {
 	struct io_uring *ring;
+	pid_t pid;		/* the process whose ring this is */
 	unsigned first;
 	unsigned count;
 	bool owns_table;
@@ -27,6 +29,17 @@ struct rc_uring {
 	unsigned nr_free;
 	unsigned free_slots[];	/* stack of free slot indexes */
 };
+
+/*
+ * A forked child shares the parent's ring (the fd) but cannot use it (the
+ * ring mappings are not inherited), and any update it made to the buffer
+ * table would change the parent's registrations. So in a child this
+ * registrar refuses to register and never touches the table.
+ */
+static bool in_child(const struct rc_uring *u)
+{
+	return getpid() != u->pid;
+}
 
 static int uring_reg(void *ctx, void *addr, size_t len, unsigned access,
 		     void **handle)
@@ -37,6 +50,12 @@ static int uring_reg(void *ctx, void *addr, size_t len, unsigned access,
 	int ret;
 
 	(void)access; /* fixed buffers are always readable and writable */
+	if (in_child(u)) {
+		rc_warn("io_uring cache used in a forked child: the ring and its "
+			"buffer table belong to the parent; create a new ring "
+			"and cache in the child");
+		return -ECHILD;
+	}
 	pthread_mutex_lock(&u->lock);
 	if (!u->nr_free) {
 		pthread_mutex_unlock(&u->lock);
@@ -67,6 +86,8 @@ static void uring_dereg(void *ctx, void *handle)
 	struct iovec empty = { 0 };
 	int ret;
 
+	if (in_child(u))
+		return;
 	ret = io_uring_register_buffers_update_tag(u->ring, slot, &empty, NULL, 1);
 	if (ret != 1)
 		rc_error("could not release fixed buffer slot %u: %s; the "
@@ -87,7 +108,7 @@ static void uring_destroy(void *priv)
 {
 	struct rc_uring *u = priv;
 
-	if (u->owns_table)
+	if (u->owns_table && !in_child(u))
 		io_uring_unregister_buffers(u->ring);
 	pthread_mutex_destroy(&u->lock);
 	free(u);
@@ -105,6 +126,7 @@ static int create(struct io_uring *ring, unsigned first, unsigned count,
 	if (!u)
 		return -ENOMEM;
 	u->ring = ring;
+	u->pid = getpid();
 	u->first = first;
 	u->count = count;
 	u->owns_table = owns_table;
