@@ -74,6 +74,7 @@ static struct bpf_backend {
 	size_t data_len;
 	uint64_t drops_seen;
 	bool procmap;		/* PROCMAP_QUERY works */
+	bool file_hook;		/* page-cache removals are seen */
 	pthread_mutex_t files_lock;
 	uint64_t nfiles;
 } bb = {
@@ -295,8 +296,27 @@ static int bpf_start(struct rc_monitor *mon)
 		goto fail;
 	}
 	ret = rc_monitor_bpf__load(bb.skel);
-	if (ret)
-		goto fail;
+	bb.file_hook = true;
+	if (ret) {
+		/* Without the page-cache tracepoint (its argument became a
+		 * folio in 5.19) everything but shared and file mappings can
+		 * still be watched: retry without it. */
+		rc_monitor_bpf__destroy(bb.skel);
+		bb.skel = rc_monitor_bpf__open();
+		if (!bb.skel) {
+			ret = -errno;
+			goto fail;
+		}
+		bpf_program__set_autoload(bb.skel->progs.rc_filemap_delete,
+					  false);
+		if (rc_monitor_bpf__load(bb.skel))
+			goto fail;	/* the first error says more */
+		bb.file_hook = false;
+		rc_info("eBPF monitor: no usable mm_filemap_delete_from_page_cache "
+			"tracepoint (%s): shared and file mappings are served "
+			"uncached", strerror(-ret));
+		ret = 0;
+	}
 	t1 = now_ms();
 	bb.ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "rc_ring", 0, 0,
 				    RC_BPF_RING_BYTES, NULL);
@@ -565,6 +585,8 @@ static int bpf_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 		if (q.vma_page_size != RC_PAGE)
 			return -EOPNOTSUPP;
 		if (q.inode) {
+			if (!bb.file_hook)
+				return -EOPNOTSUPP;
 			ret = watch_file(&q, start, end);
 			if (ret)
 				return ret;
