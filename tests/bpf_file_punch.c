@@ -1,6 +1,7 @@
 /*
- * Description: eBPF monitor: pages of a shared file mapping (memfd, and a
- * regular file when one can be created in $TMPDIR or /tmp) taken away
+ * Description: eBPF monitor: pages of a shared file mapping (memfd, a tmpfs
+ * file in /dev/shm, and a regular file in $TMPDIR or /tmp when the kernel
+ * lets the device pin it) taken away
  * through the file rather than through the mapping: fallocate(PUNCH_HOLE)
  * and ftruncate(0) + ftruncate(len) by this process, and a hole punched by
  * ANOTHER process holding the same file (caught by the page-cache hook,
@@ -43,7 +44,7 @@ static void run(struct io_uring *ring, struct regcache *c, int fd,
 		struct regcache_region *r;
 		int ret = regcache_get(c, buf, LEN, 0, &r);
 
-		if (ret == -EFAULT && strcmp(kind, "memfd")) {
+		if (ret == -EFAULT && !strcmp(kind, "regular file")) {
 			/* FOLL_LONGTERM refuses writable shared mappings of
 			 * file systems that track dirty pages. */
 			printf("%s: the device cannot pin it (EFAULT); "
@@ -93,6 +94,18 @@ int main(void)
 	T_REQUIRE(fd >= 0);
 	run(&ring, c, fd, "memfd");
 	close(fd);
+
+	/* tmpfs: shmem pages like memfd, but a named file. */
+	snprintf(path, sizeof(path), "/dev/shm/regcache-bpf-XXXXXX");
+	fd = mkstemp(path);
+	if (fd >= 0) {
+		unlink(path);
+		run(&ring, c, fd, "tmpfs file");
+		close(fd);
+	} else {
+		printf("/dev/shm: %s; tmpfs file not tested\n",
+		       strerror(errno));
+	}
 
 	snprintf(path, sizeof(path), "%s/regcache-bpf-XXXXXX",
 		 tmp ? tmp : "/tmp");

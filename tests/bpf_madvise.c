@@ -1,12 +1,14 @@
 /*
  * Description: eBPF monitor: madvise advice that gives a range new pages
  * invalidates cached regions: MADV_DONTNEED through libc and through a raw
- * syscall, MADV_DONTNEED_LOCKED, MADV_REMOVE on shared memory, and
+ * syscall, MADV_DONTNEED_LOCKED, MADV_REMOVE on shared memory (by us and
+ * by a forked child process), and
  * process_madvise(MADV_DONTNEED) on ourselves, MADV_FREE (which the kernel keeps coherent until reclaim, so there is no
  * negative control, but the range is still invalidated). MADV_WILLNEED
  * must not invalidate.
  */
 #include <sys/uio.h>
+#include <sys/wait.h>
 
 #include "bpf_helpers.h"
 
@@ -77,6 +79,22 @@ int main(void)
 	T_REQUIRE(madvise(shared, LEN, MADV_REMOVE) == 0);
 	t_bpf_case_end(&k, "madvise(MADV_REMOVE) on MAP_SHARED|MAP_ANONYMOUS",
 		       true);
+
+	/* The same by a forked child: another process, no syscall of ours;
+	 * seen because the pages leave the shared file's page cache. */
+	t_bpf_case_begin(&k, &ring, c, shared, LEN);
+	{
+		int status;
+		pid_t pid = fork();
+
+		T_REQUIRE(pid >= 0);
+		if (pid == 0)
+			_exit(madvise(shared, LEN, MADV_REMOVE) ? 1 : 0);
+		T_REQUIRE(waitpid(pid, &status, 0) == pid);
+		T_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	t_bpf_case_end(&k, "madvise(MADV_REMOVE) by a forked child on a "
+		       "shared anonymous mapping", true);
 
 	/* Harmless advice keeps the region. */
 	T_EXPECT_EQ(0, regcache_get(c, buf, LEN, 0, &r));
