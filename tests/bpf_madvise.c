@@ -1,11 +1,11 @@
 /*
  * Description: eBPF monitor: madvise advice that gives a range new pages
  * invalidates cached regions: MADV_DONTNEED through libc and through a raw
- * syscall, MADV_DONTNEED_LOCKED, MADV_REMOVE on shared memory (by us and
- * by a forked child process), and
- * process_madvise(MADV_DONTNEED) on ourselves, MADV_FREE (which the kernel keeps coherent until reclaim, so there is no
- * negative control, but the range is still invalidated). MADV_WILLNEED
- * must not invalidate.
+ * syscall, MADV_DONTNEED_LOCKED, process_madvise(MADV_DONTNEED) on
+ * ourselves, MADV_REMOVE on shared memory (by us and by a forked child
+ * process), and MADV_FREE (which the kernel keeps coherent until reclaim,
+ * so there is no negative control, but the range is still invalidated).
+ * MADV_WILLNEED must not invalidate.
  */
 #include <sys/uio.h>
 #include <sys/wait.h>
