@@ -14,7 +14,7 @@ endforeach()
 # Move a name up (and commit its source) once its bug is fixed.
 option(REGCACHE_REVIEW_FAILING "build the review tests of open bugs" OFF)
 if(REGCACHE_REVIEW_FAILING)
-  foreach(t fork_put_dead flush_pending)
+  foreach(t fork_put_dead flush_pending fork_recover_window)
     if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/review_${t}.c)
       regcache_add_test(NAME review_${t} SOURCES review_${t}.c
         LIBS Threads::Threads LABELS core review ENV REGCACHE_MONITOR=none)
