@@ -94,6 +94,10 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* The first warning libbpf printed during start() (usually the cause), for
+ * the info line that says why the backend is unavailable. */
+static char libbpf_last[160];
+
 /* libbpf's messages (verifier logs on failure) go to our log at debug level
  * instead of the application's stderr. */
 static int libbpf_log(enum libbpf_print_level level, const char *fmt,
@@ -102,12 +106,17 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt,
 	char buf[256];
 	size_t n;
 
-	if (level == LIBBPF_DEBUG || rc_log_level() < RC_LOG_DEBUG)
+	if (level == LIBBPF_DEBUG)
 		return 0;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	n = strlen(buf);
 	if (n && buf[n - 1] == '\n')
-		buf[n - 1] = 0;
+		buf[--n] = 0;
+	if (n && !libbpf_last[0]) {
+		/* Keep one line: a verifier log follows its header. */
+		buf[strcspn(buf, "\n")] = 0;
+		snprintf(libbpf_last, sizeof(libbpf_last), "%s", buf);
+	}
 	rc_debug("libbpf: %s", buf);
 	return 0;
 }
@@ -289,6 +298,7 @@ static int bpf_start(struct rc_monitor *mon)
 	bb.page = sysconf(_SC_PAGESIZE);
 	bb.tgid = getpid();
 
+	libbpf_last[0] = 0;
 	old_print = libbpf_set_print(libbpf_log);
 	bb.skel = rc_monitor_bpf__open();
 	if (!bb.skel) {
@@ -375,7 +385,8 @@ fail:
 		ret = -ret;
 	if (!ret)
 		ret = -EINVAL;
-	rc_info("eBPF monitor unavailable: %s", why(-ret));
+	rc_info("eBPF monitor unavailable: %s%s%s", why(-ret),
+		libbpf_last[0] ? "; libbpf said: " : "", libbpf_last);
 	teardown(false);
 	return ret;
 }
