@@ -300,6 +300,10 @@ static int bpf_start(struct rc_monitor *mon)
 
 	libbpf_last[0] = 0;
 	old_print = libbpf_set_print(libbpf_log);
+	/* Never let libbpf raise the application's RLIMIT_MEMLOCK (it does
+	 * on kernels without memcg accounting of BPF memory): the caches
+	 * size themselves from that limit. Our maps need < 1 MiB. */
+	libbpf_set_memlock_rlim(0);
 	bb.skel = rc_monitor_bpf__open();
 	if (!bb.skel) {
 		ret = -errno;
