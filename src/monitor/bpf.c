@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -281,10 +282,22 @@ static int self_test(void)
 	return 0;
 }
 
+static void restore_memlock(const struct rlimit *was)
+{
+	struct rlimit now;
+
+	if (!getrlimit(RLIMIT_MEMLOCK, &now) &&
+	    (now.rlim_cur != was->rlim_cur || now.rlim_max != was->rlim_max) &&
+	    setrlimit(RLIMIT_MEMLOCK, was))
+		rc_info("cannot restore RLIMIT_MEMLOCK after loading BPF: %s",
+			strerror(errno));
+}
+
 static int bpf_start(struct rc_monitor *mon)
 {
 	libbpf_print_fn_t old_print;
 	struct rc_bpf_proc st = { 0 };
+	struct rlimit memlock;
 	struct rc_procmap_query q;
 	double t0 = now_ms(), t1;
 	int ret;
@@ -300,10 +313,12 @@ static int bpf_start(struct rc_monitor *mon)
 
 	libbpf_last[0] = 0;
 	old_print = libbpf_set_print(libbpf_log);
-	/* Never let libbpf raise the application's RLIMIT_MEMLOCK (it does
-	 * on kernels without memcg accounting of BPF memory): the caches
-	 * size themselves from that limit. Our maps need < 1 MiB. */
-	libbpf_set_memlock_rlim(0);
+	/* libbpf raises RLIMIT_MEMLOCK to infinity on kernels without memcg
+	 * accounting of BPF memory (and tries to when it cannot tell); the
+	 * caches size themselves from that limit, so it is put back after
+	 * the load (libbpf_set_memlock_rlim is not exported by libbpf 1.1). */
+	if (getrlimit(RLIMIT_MEMLOCK, &memlock))
+		memlock.rlim_cur = memlock.rlim_max = RLIM_INFINITY;
 	bb.skel = rc_monitor_bpf__open();
 	if (!bb.skel) {
 		ret = -errno;
@@ -355,6 +370,7 @@ static int bpf_start(struct rc_monitor *mon)
 	if (ret)
 		goto fail;
 	libbpf_set_print(old_print);
+	restore_memlock(&memlock);
 
 	bb.maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	bb.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -385,6 +401,7 @@ static int bpf_start(struct rc_monitor *mon)
 	return 0;
 fail:
 	libbpf_set_print(old_print);
+	restore_memlock(&memlock);
 	if (ret > 0)
 		ret = -ret;
 	if (!ret)
