@@ -59,8 +59,8 @@ struct regcache_ops {
 /**
  * REGCACHE_FLAG_EXPLICIT_INVALIDATE - cache without a kernel monitor
  *
- * The caller promises to call regcache_invalidate() (or regcache_flush())
- * before any memory it passed to regcache_get() is unmapped, remapped,
+ * The caller promises to call regcache_invalidate() on a range before any
+ * memory in it that was passed to regcache_get() is unmapped, remapped,
  * madvise(DONTNEED)ed or otherwise given new pages, as NCCL users must do
  * today. Regions are cached even when the monitor is "none"; the kernel
  * monitor, if present, still invalidates. Breaking the promise yields stale
@@ -231,6 +231,9 @@ int regcache_invalidate(struct regcache *cache, const void *addr, size_t len);
 /**
  * regcache_flush - deregister every idle region
  * @cache: the cache; NULL is ignored.
+ *
+ * Held regions stay cached; registrations in flight are not cached. To
+ * forget a range whatever its state, use regcache_invalidate().
  *
  * Context: thread-safe. Calls the registrar.
  */

@@ -21,24 +21,26 @@ static uintptr_t page_size;
 static size_t env_size(const char *name)
 {
 	const char *v = getenv(name);
-	char *end;
 	unsigned long long n;
+	unsigned shift = 0;
+	char *end;
 
 	if (!v || !*v)
 		return 0;
 	n = strtoull(v, &end, 0);
 	if (*end == 'k' || *end == 'K')
-		n <<= 10, end++;
+		shift = 10, end++;
 	else if (*end == 'm' || *end == 'M')
-		n <<= 20, end++;
+		shift = 20, end++;
 	else if (*end == 'g' || *end == 'G')
-		n <<= 30, end++;
-	if (*end || !n) {
+		shift = 30, end++;
+	if (*end || !n || n > (SIZE_MAX >> shift)) {
 		rc_warn("ignoring %s=%s: expected a positive number "
-			"(optionally with K, M or G)", name, v);
+			"(optionally with K, M or G) that fits in size_t",
+			name, v);
 		return 0;
 	}
-	return (size_t)n;
+	return (size_t)n << shift;
 }
 
 static size_t default_max_bytes(void)
@@ -103,17 +105,18 @@ void rc_cache_sync_locked(struct regcache *c, struct rc_kill_batch *batch)
 		return;
 	if (rc_monitor_sync(&c->cursor, invalidate_cb, &s)) {
 		/* Forked: the regions are the parent's, and the pending
-		 * records live on stacks of threads the child does not have. */
+		 * records live on stacks of threads the child does not have.
+		 * Forget them first, then let hits see the new epoch. */
 		rc_region_forget_all_locked(c);
 		TAILQ_INIT(&c->pending);
 		update_monitor_caps(c);
-		rc_monitor_sync(&c->cursor, invalidate_cb, &s);
+		rc_monitor_cursor_init(&c->cursor);
 	}
 }
 
 /* Pass-through paths skip the monitor, but must still notice a fork before
  * they touch a region that may be the parent's. */
-static void check_fork(struct regcache *c)
+void rc_cache_check_fork(struct regcache *c)
 {
 	struct rc_kill_batch batch;
 
@@ -294,7 +297,7 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 	}
 	*out = NULL;
 	if (c->never_cache) {
-		check_fork(c);
+		rc_cache_check_fork(c);
 		return get_passthrough(c, pstart, pend, access, out);
 	}
 	merge = true;
@@ -462,7 +465,7 @@ static rc_noinline void put_passthrough(struct regcache *c,
 					struct rc_region *r)
 {
 	/* Held across fork: the registration is the parent's. */
-	check_fork(c);
+	rc_cache_check_fork(c);
 	if (rc_load_relaxed(&r->flags) & RC_REGION_FORGOTTEN)
 		return;
 	rc_region_dereg(c, r);
@@ -544,12 +547,17 @@ void regcache_flush(struct regcache *c)
 {
 	struct rc_kill_batch batch;
 	struct rc_region *r, *next;
+	struct rc_pending *p;
 
 	if (!c)
 		return;
 	rc_kill_batch_init(&batch);
 	pthread_mutex_lock(&c->lock);
 	rc_cache_sync_locked(c, &batch);
+	/* A registration in flight may be of memory the caller is about to
+	 * reuse: do not index it. */
+	TAILQ_FOREACH(p, &c->pending, link)
+		p->tainted = true;
 	TAILQ_FOREACH_SAFE(r, &c->lru, link, next)
 		if (!rc_region_refs(r))
 			rc_region_kill_locked(c, r, &batch);

@@ -70,6 +70,7 @@ struct rc_region {
 	RB_ENTRY(rc_region) rb;
 	TAILQ_ENTRY(rc_region) link;	/* lru, dead list or free list */
 	uint32_t lru_stamp;		/* last_use when queued on the lru */
+	uint32_t kill_ticket;		/* c->kills when it was killed */
 };
 
 TAILQ_HEAD(rc_region_list, rc_region);
@@ -145,6 +146,7 @@ struct regcache {
 	struct rc_region_list fresh;	/* never owned */
 	struct rc_slab *slabs;
 	uint64_t hits_retired;		/* hits of regions no longer live */
+	uint32_t kills;			/* kills so far: the kill tickets */
 
 	/* Statistics updated outside the lock too. */
 	_Atomic uint64_t st_misses, st_uncached, st_registrations,
@@ -265,6 +267,7 @@ rc_hidden size_t rc_evict_idle_locked(struct regcache *c, size_t want_bytes,
 /* cache.c */
 rc_hidden void rc_cache_sync_locked(struct regcache *c,
 				    struct rc_kill_batch *batch);
+rc_hidden void rc_cache_check_fork(struct regcache *c);
 rc_hidden int rc_cache_create(const struct regcache_params *params,
 			      struct regcache **cache);
 

@@ -251,10 +251,15 @@ static void recover_from_fork(void)
 
 void rc_monitor_cursor_init(struct rc_monitor_cursor *cur)
 {
-	rc_store_relaxed(&cur->epoch,
-			 atomic_load_explicit(&rc_mon.epoch, memory_order_acquire));
-	rc_store_release(&cur->gen_seen, rc_load_acquire(rc_mon.gen));
+	uint64_t epoch = atomic_load_explicit(&rc_mon.epoch,
+					      memory_order_acquire);
+
 	cur->pos = rc_load_acquire(&rc_mon.queue_head);
+	rc_store_release(&cur->gen_seen, rc_load_acquire(rc_mon.gen));
+	/* Last, with release: a hit that sees the new epoch (acquire in
+	 * rc_monitor_current) also sees what the caller did before, e.g. the
+	 * parent's regions forgotten after a fork. */
+	rc_store_release(&cur->epoch, epoch);
 }
 
 void rc_monitor_publish(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
@@ -286,11 +291,12 @@ bool rc_monitor_sync(struct rc_monitor_cursor *cur, rc_invalidate_fn *fn,
 
 	if (rc_unlikely(rc_load_relaxed(rc_mon.fork_guard) == 0))
 		recover_from_fork();
+	/* Forked: leave the cursor alone. Until the caller has forgotten the
+	 * parent's regions and re-initialised it, hits keep seeing the old
+	 * epoch and take the slow path (which waits for the cache lock). */
 	if (rc_load_relaxed(&cur->epoch) !=
-	    atomic_load_explicit(&rc_mon.epoch, memory_order_acquire)) {
-		rc_monitor_cursor_init(cur);
+	    atomic_load_explicit(&rc_mon.epoch, memory_order_acquire))
 		return true;
-	}
 
 	/* Read the generation first: every range that moved it is in the
 	 * kernel's ring (bpf) or in the queue by now, so after the pull and

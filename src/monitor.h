@@ -51,22 +51,24 @@ static inline bool rc_monitor_current(const struct rc_monitor_cursor *cur)
 	 * every other cache of the child notices too. */
 	return rc_load_acquire(rc_mon.gen) == rc_load_acquire(&cur->gen_seen) &&
 	       rc_load_relaxed(rc_mon.fork_guard) ==
-		       rc_load_relaxed(&cur->epoch);
+		       rc_load_acquire(&cur->epoch);
 }
 
 /**
  * rc_monitor_sync - apply every range published since @cur last looked
  *
  * Calls @fn for each range (or once with everything after an overflow) and
- * advances @cur. Returns true when the process forked since the last sync:
- * the caller must then forget every region *without* deregistering it (the
- * registrations belong to the parent) before calling @fn's results matter.
+ * advances @cur. Returns true, without touching @cur, when the process
+ * forked since the last sync: the caller must then forget every region
+ * *without* deregistering it (the registrations belong to the parent), and
+ * only then call rc_monitor_cursor_init(@cur).
  * Called with the cache lock held; takes the monitor lock only to pull.
  */
 rc_hidden bool rc_monitor_sync(struct rc_monitor_cursor *cur,
 			       rc_invalidate_fn *fn, void *arg);
 
-/* Start a cursor at the present (nothing to drain yet). */
+/* Start a cursor at the present (nothing to drain yet); publishes it to
+ * the hit path. */
 rc_hidden void rc_monitor_cursor_init(struct rc_monitor_cursor *cur);
 
 static inline bool rc_monitor_can_cache(void)

@@ -163,9 +163,21 @@ void rc_region_publish(struct rc_region *r, uintptr_t start, uintptr_t end,
  * rc_region_unref(). */
 void rc_region_try_claim(struct regcache *c, struct rc_region *r, uint32_t seq)
 {
-	/* Orders our own count update before reading the other count: the
-	 * Dekker pair with a concurrent put of the other kind. */
-	rc_fence_seqcst();
+	uintptr_t owner = rc_load_relaxed(&r->owner);
+
+	/* In a child that has not noticed the fork yet, this region and its
+	 * registration are the parent's: notice first (the region turns
+	 * free, and the CAS below fails). */
+	rc_cache_check_fork(c);
+	/* Order our own count update before reading the other count. If the
+	 * owner is another thread, its plain increment may still sit in its
+	 * store buffer, and only a barrier on its CPU makes it visible (the
+	 * store-buffering pattern); rare: a non-owner's last put of a dead
+	 * region. */
+	if (owner && owner != rc_self())
+		barrier_all_threads();
+	else
+		rc_fence_seqcst();
 	if (rc_region_refs(r) != 0)
 		return;
 	if (!atomic_compare_exchange_strong(&r->seq, &seq, seq + 2))
@@ -189,6 +201,7 @@ void rc_region_kill_locked(struct regcache *c, struct rc_region *r,
 	/* seq_cst store: ordered before the membarrier()/fence that precedes
 	 * our reading of the reference counts. */
 	atomic_store_explicit(&r->seq, seq + 1, memory_order_seq_cst);
+	r->kill_ticket = ++c->kills;
 	TAILQ_INSERT_TAIL(&c->dead_list, r, link);
 	batch->killed++;
 }
@@ -198,8 +211,16 @@ void rc_region_kill_finish(struct regcache *c, struct rc_kill_batch *batch)
 	struct rc_region_list claimed = TAILQ_HEAD_INITIALIZER(claimed);
 	struct rc_region *r, *next;
 
+	uint32_t killed_before;
+
 	if (!batch->killed)
 		return;
+	/* Only regions killed before our barrier may be claimed by this
+	 * scan: for one killed after it, an owner's increment may not be
+	 * visible to us yet; its own killer's scan will see it. */
+	pthread_mutex_lock(&c->lock);
+	killed_before = c->kills;
+	pthread_mutex_unlock(&c->lock);
 	if (c->biased)
 		barrier_all_threads();
 	else
@@ -209,7 +230,8 @@ void rc_region_kill_finish(struct regcache *c, struct rc_kill_batch *batch)
 	TAILQ_FOREACH_SAFE(r, &c->dead_list, link, next) {
 		uint32_t seq = rc_load_relaxed(&r->seq);
 
-		if (rc_seq_state(seq) != RC_SEQ_DEAD || rc_region_refs(r))
+		if (rc_seq_state(seq) != RC_SEQ_DEAD || rc_region_refs(r) ||
+		    (int32_t)(r->kill_ticket - killed_before) > 0)
 			continue;
 		if (!atomic_compare_exchange_strong(&r->seq, &seq, seq + 2))
 			continue;
