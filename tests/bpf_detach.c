@@ -8,6 +8,7 @@
  * more (syscall tracepoints would otherwise tax every process).
  */
 #include <bpf/bpf.h>
+#include <dirent.h>
 #include <sys/wait.h>
 
 #include "bpf_helpers.h"
@@ -20,7 +21,10 @@ struct ids {
 	__u32 id[MAXIDS];
 };
 
-/* Our programs are named rc_* in src/monitor/bpf/rc_monitor.bpf.c. */
+/* The programs and links this process holds, found through its own fds
+ * (/proc/self/fd -> anon_inode:bpf-prog / bpf_link), so that other
+ * processes loading the same programs at the same time do not count.
+ * Only programs named rc_* (src/monitor/bpf/rc_monitor.bpf.c). */
 static bool prog_is_ours(__u32 id)
 {
 	struct bpf_prog_info info = { 0 };
@@ -36,34 +40,51 @@ static bool prog_is_ours(__u32 id)
 	return ours;
 }
 
-static void list_progs(struct ids *s)
+static void list_held(struct ids *s, bool links)
 {
-	__u32 id = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
 
+	T_REQUIRE(d);
 	s->n = 0;
-	while (bpf_prog_get_next_id(id, &id) == 0)
-		if (prog_is_ours(id) && s->n < MAXIDS)
-			s->id[s->n++] = id;
+	while ((e = readdir(d))) {
+		char path[300], target[64];
+		ssize_t n;
+		int fd = atoi(e->d_name);
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = 0;
+		if (links && !strcmp(target, "anon_inode:bpf_link")) {
+			struct bpf_link_info info = { 0 };
+			__u32 len = sizeof(info);
+
+			if (!bpf_obj_get_info_by_fd(fd, &info, &len) &&
+			    prog_is_ours(info.prog_id) && s->n < MAXIDS)
+				s->id[s->n++] = info.id;
+		} else if (!links && !strcmp(target, "anon_inode:bpf-prog")) {
+			struct bpf_prog_info info = { 0 };
+			__u32 len = sizeof(info);
+
+			if (!bpf_obj_get_info_by_fd(fd, &info, &len) &&
+			    !strncmp(info.name, "rc_", 3) && s->n < MAXIDS)
+				s->id[s->n++] = info.id;
+		}
+	}
+	closedir(d);
 }
 
-/* Links whose program is one of ours. */
-static void list_links(struct ids *s)
+/* Does the kernel still list this program / link? */
+static bool exists(__u32 id, bool links)
 {
-	__u32 id = 0;
+	int fd = links ? bpf_link_get_fd_by_id(id) : bpf_prog_get_fd_by_id(id);
 
-	s->n = 0;
-	while (bpf_link_get_next_id(id, &id) == 0) {
-		struct bpf_link_info info = { 0 };
-		__u32 len = sizeof(info);
-		int fd = bpf_link_get_fd_by_id(id);
-
-		if (fd < 0)
-			continue;
-		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
-		    prog_is_ours(info.prog_id) && s->n < MAXIDS)
-			s->id[s->n++] = id;
-		close(fd);
-	}
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
 }
 
 static bool has(const struct ids *s, __u32 id)
@@ -74,27 +95,12 @@ static bool has(const struct ids *s, __u32 id)
 	return false;
 }
 
-/* Entries of @after that are not in @before. */
-static void diff(const struct ids *after, const struct ids *before,
-		 struct ids *out)
-{
-	out->n = 0;
-	for (unsigned i = 0; i < after->n; i++)
-		if (!has(before, after->id[i]))
-			out->id[out->n++] = after->id[i];
-}
-
 static unsigned still_present(const struct ids *mine, bool links)
 {
-	struct ids now;
 	unsigned n = 0;
 
-	if (links)
-		list_links(&now);
-	else
-		list_progs(&now);
 	for (unsigned i = 0; i < mine->n; i++)
-		n += has(&now, mine->id[i]);
+		n += exists(mine->id[i], links);
 	return n;
 }
 
@@ -132,13 +138,12 @@ static bool munmap_case(struct io_uring *ring, struct regcache *c,
  * IDs of the programs it loaded to @fd. */
 static int child_user(int fd)
 {
-	struct ids before, after, mine;
+	struct ids mine;
 	struct io_uring ring;
 	struct regcache *c;
 	char *buf = t_map(LEN);
 	struct regcache_region *r;
 
-	list_progs(&before);
 	t_ring_init(&ring);
 	c = t_uring_cache(&ring, 0, 0, 0);
 	/* The first get notices the fork and starts a monitor for us. */
@@ -147,8 +152,7 @@ static int child_user(int fd)
 	regcache_put(c, r);
 	if (strcmp(regcache_monitor_name(), "bpf"))
 		return 3;
-	list_progs(&after);
-	diff(&after, &before, &mine);
+	list_held(&mine, false);
 	if (write(fd, &mine, sizeof(mine)) != sizeof(mine))
 		return 4;
 	if (!munmap_case(&ring, c, "child: munmap with its own monitor"))
@@ -160,7 +164,7 @@ static int child_user(int fd)
 
 int main(void)
 {
-	struct ids p0, l0, p1, l1, progs, links, child;
+	struct ids progs, links, child;
 	struct io_uring ring;
 	struct regcache *c;
 	int pfd[2], idle[2], status;
@@ -171,15 +175,11 @@ int main(void)
 		printf("SKIP: BPF not permitted here\n");
 		return T_EXIT_SKIP;
 	}
-	list_progs(&p0);
-	list_links(&l0);
 	t_ring_init(&ring);
 	c = t_uring_cache(&ring, 0, 0, 0);
 	t_bpf_require();
-	list_progs(&p1);
-	list_links(&l1);
-	diff(&p1, &p0, &progs);
-	diff(&l1, &l0, &links);
+	list_held(&progs, false);
+	list_held(&links, true);
 	printf("monitor attached: %u programs, %u links\n", progs.n, links.n);
 	T_CHECK(progs.n >= 6);
 	T_CHECK(links.n >= 6);
