@@ -1,0 +1,4 @@
+# regcache-demo: the whole story in one command (see demo.c).
+include(${CMAKE_CURRENT_LIST_DIR}/ucx.cmake)
+add_executable(regcache-demo ${CMAKE_CURRENT_LIST_DIR}/demo.c)
+regcache_tool(regcache-demo)
