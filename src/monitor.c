@@ -255,7 +255,7 @@ void rc_monitor_cursor_init(struct rc_monitor_cursor *cur)
 					      memory_order_acquire);
 
 	cur->pos = rc_load_acquire(&rc_mon.queue_head);
-	rc_store_release(&cur->gen_seen, rc_load_acquire(rc_mon.gen));
+	rc_store_release(&cur->gen_seen, rc_load_acquire(rc_load_relaxed(&rc_mon.gen)));
 	/* Last, with release: a hit that sees the new epoch (acquire in
 	 * rc_monitor_current) also sees what the caller did before, e.g. the
 	 * parent's regions forgotten after a fork. */
@@ -301,7 +301,7 @@ bool rc_monitor_sync(struct rc_monitor_cursor *cur, rc_invalidate_fn *fn,
 	/* Read the generation first: every range that moved it is in the
 	 * kernel's ring (bpf) or in the queue by now, so after the pull and
 	 * the drain below it is safe to adopt this value. */
-	gen = rc_load_acquire(rc_mon.gen);
+	gen = rc_load_acquire(rc_load_relaxed(&rc_mon.gen));
 	if (rc_mon.ops && rc_mon.ops->pull) {
 		pthread_mutex_lock(&mon_lock);
 		if (rc_mon.ops && rc_mon.ops->pull)

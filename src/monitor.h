@@ -49,7 +49,7 @@ static inline bool rc_monitor_current(const struct rc_monitor_cursor *cur)
 	/* The guard word holds the monitor's epoch: zero in a child that has
 	 * not recovered yet, and a new value once one cache has recovered, so
 	 * every other cache of the child notices too. */
-	return rc_load_acquire(rc_mon.gen) == rc_load_acquire(&cur->gen_seen) &&
+	return rc_load_acquire(rc_load_relaxed(&rc_mon.gen)) == rc_load_acquire(&cur->gen_seen) &&
 	       rc_load_relaxed(rc_mon.fork_guard) ==
 		       rc_load_acquire(&cur->epoch);
 }

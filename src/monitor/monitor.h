@@ -111,8 +111,11 @@ struct rc_queue_slot {
  *   yet, where the kernel zeroed it (MADV_WIPEONFORK)
  */
 struct rc_monitor {
-	/* Read on every hit, written rarely: keep on its own line. */
-	_Atomic uint64_t *gen;
+	/* Read on every hit, written rarely: keep on its own line. gen is
+	 * re-pointed when a backend starts (and after fork) while other
+	 * threads may read it: an atomic pointer, read relaxed (the word it
+	 * points to is read with acquire). */
+	_Atomic(_Atomic uint64_t *) gen;
 	_Atomic uint64_t *fork_guard;
 	_Atomic uint64_t epoch;
 	struct rc_monitor_caps caps;
