@@ -66,6 +66,62 @@ int regcache_uring_create_slots(struct io_uring *ring, unsigned first,
  */
 int regcache_region_buf_index(const struct regcache_region *region);
 
+/* ------------------------------------------------------------------------
+ * Pointer-only helpers: prepare fixed-buffer I/O for any buffer
+ * ---------------------------------------------------------------------- */
+
+struct io_uring_sqe;
+
+/**
+ * regcache_uring_prep_read_fixed - io_uring_prep_read_fixed() for any buffer
+ * @cache:  a cache from regcache_uring_create*() on the ring @sqe is from.
+ * @sqe:    an SQE from io_uring_get_sqe().
+ * @fd:     file to read from.
+ * @buf:    where the data goes: any buffer, registered or not.
+ * @nbytes: bytes to read, > 0.
+ * @offset: file offset, as for io_uring_prep_read_fixed().
+ * @region: out: the region behind @buf. Hold it until the completion of
+ *          this request has been reaped, then pass it to regcache_put()
+ *          (io_uring_sqe_set_data(sqe, region) is a handy place for it).
+ *
+ * Gets a region covering [@buf, @buf+@nbytes) (a hit costs nanoseconds, a
+ * miss registers it) and prepares @sqe with its fixed-buffer index. The
+ * caller never handles a buffer index. user_data and flags of @sqe are left
+ * to the caller.
+ *
+ * Return: 0; -EINVAL for NULL pointers or zero @nbytes; otherwise
+ * regcache_get()'s error (-EFAULT for unmapped memory, -ENOSPC when every
+ * fixed-buffer slot is held). On error @sqe is untouched: prepare something
+ * else in it (io_uring_prep_nop()) before submitting.
+ * Context: as regcache_get(): thread-safe; a hit does not block. The SQE
+ * itself belongs to the caller's thread, as in liburing.
+ */
+int regcache_uring_prep_read_fixed(struct regcache *cache,
+				   struct io_uring_sqe *sqe, int fd, void *buf,
+				   unsigned nbytes, uint64_t offset,
+				   struct regcache_region **region);
+
+/**
+ * regcache_uring_prep_write_fixed - io_uring_prep_write_fixed() for any buffer
+ * @cache:  a cache from regcache_uring_create*() on the ring @sqe is from.
+ * @sqe:    an SQE from io_uring_get_sqe().
+ * @fd:     file to write to.
+ * @buf:    where the data comes from: any buffer, registered or not.
+ * @nbytes: bytes to write, > 0.
+ * @offset: file offset, as for io_uring_prep_write_fixed().
+ * @region: out: the region to regcache_put() once the completion is reaped.
+ *
+ * As regcache_uring_prep_read_fixed(), for the other direction.
+ *
+ * Return: as regcache_uring_prep_read_fixed().
+ * Context: as regcache_uring_prep_read_fixed().
+ */
+int regcache_uring_prep_write_fixed(struct regcache *cache,
+				    struct io_uring_sqe *sqe, int fd,
+				    const void *buf, unsigned nbytes,
+				    uint64_t offset,
+				    struct regcache_region **region);
+
 #ifdef __cplusplus
 }
 #endif
