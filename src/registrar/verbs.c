@@ -21,7 +21,8 @@
 #include "../cache.h"
 #include "../log.h"
 
-/* Access bits that select one implicit ODP MR: 4 bits, 16 MRs at most. */
+/* Access bits that select one implicit ODP MR (LOCAL_WRITE is always among
+ * them, see odp_reg(): 8 MRs at most). */
 #define RC_VERBS_ODP_KEY_BITS                                                \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                  \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
@@ -172,7 +173,11 @@ static int odp_reg(struct rc_verbs *v, void *addr, size_t len,
 			unsupported);
 		return -EOPNOTSUPP;
 	}
-	ret = implicit_mr(v, access & RC_VERBS_ODP_KEY_BITS, &mr);
+	/* Local write costs nothing without pinning (a device write to
+	 * read-only memory fails at the fault, not here), and it halves the
+	 * number of implicit MRs: every region gets it. */
+	ret = implicit_mr(v, (access | IBV_ACCESS_LOCAL_WRITE) &
+				     RC_VERBS_ODP_KEY_BITS, &mr);
 	if (ret)
 		return ret;
 	prefetch(v, mr, (uintptr_t)addr, len, access);
