@@ -253,6 +253,10 @@ static void *worker_fn(void *arg)
 	bcache_create(&priv, w->c->ucx, &null_dev, 1 << 16,
 		      REGCACHE_FLAG_EXPLICIT_INVALIDATE);
 	warm(&priv, w->priv, NBUF, 2);
+	hit_loop(w->c, w->own, NBUF, 2, w->n / 4);
+	hit_loop(&priv, w->priv, NBUF, 2, w->n / 4);
+	/* Warm-up done: the main thread may time its 1-thread loops alone. */
+	pthread_barrier_wait(w->all);
 	for (int rep = 0; rep < opt.reps; rep++) {
 		pthread_barrier_wait(w->all);
 		pthread_barrier_wait(w->pair);
@@ -286,6 +290,8 @@ static void group_hits(bool ucx, const char *who)
 	bcache_create(&c, ucx, &null_dev, 1 << 16,
 		      REGCACHE_FLAG_EXPLICIT_INVALIDATE);
 	warm(&c, area, NBUF, 2);
+	/* Untimed first pass: code, TLB and caches warm, lazy binding done. */
+	hit_loop(&c, area, NBUF, 2, n / 4);
 	pthread_barrier_init(&all, NULL, 3);
 	pthread_barrier_init(&pair, NULL, 2);
 	for (int t = 0; t < 2; t++) {
@@ -297,6 +303,7 @@ static void group_hits(bool ucx, const char *who)
 		};
 		pthread_create(&w[t].tid, NULL, worker_fn, &w[t]);
 	}
+	pthread_barrier_wait(&all);	/* workers warmed up */
 	for (int rep = 0; rep < opt.reps; rep++) {
 		same[rep] = hit_loop(&c, area, 1, 2, n);
 		distinct[rep] = hit_loop(&c, area, NBUF, 2, n);
@@ -342,6 +349,7 @@ static void group_scale(bool ucx, const char *who)
 	rss1 = rss_bytes();
 	emit("mem_per_region", who, (double)(rss1 - rss0) / big, "B");
 	emit("miss_fill_1m", who, fill_ns, "ns");
+	hit_loop(&c, area, NBUF, stride, n / 4);
 	for (int rep = 0; rep < opt.reps; rep++)
 		big_ns[rep] = hit_loop(&c, area, NBUF, stride, n);
 	bcache_destroy(&c);
@@ -349,6 +357,7 @@ static void group_scale(bool ucx, const char *who)
 	bcache_create(&c, ucx, &null_dev, (size_t)big + NBUF,
 		      REGCACHE_FLAG_EXPLICIT_INVALIDATE);
 	warm(&c, area, NBUF, stride);
+	hit_loop(&c, area, NBUF, stride, n / 4);
 	for (int rep = 0; rep < opt.reps; rep++)
 		small_ns[rep] = hit_loop(&c, area, NBUF, stride, n);
 	bcache_destroy(&c);
@@ -516,6 +525,7 @@ static void group_monitor(const char *who)
 	for (int i = 0; i < NBUF; i++)
 		area[(size_t)i * 2 * page] = 1;
 	warm(&c, area, NBUF, 2);
+	hit_loop(&c, area, NBUF, 2, n / 4);
 	for (int rep = 0; rep < opt.reps; rep++) {
 		same[rep] = hit_loop(&c, area, 1, 2, n);
 		distinct[rep] = hit_loop(&c, area, NBUF, 2, n);
@@ -553,9 +563,37 @@ static void group_monitor(const char *who)
  * The parent: run every group in a child, collect, print
  * ---------------------------------------------------------------------- */
 
-#define MAX_FIGS 256
+#define MAX_FIGS 4096
 static struct fig figs[MAX_FIGS];
 static int nfigs;
+
+/* Replace the figures of every round by one figure per (key, who): the
+ * median over rounds. */
+static void aggregate(void)
+{
+	static struct fig out[MAX_FIGS];
+	static double v[MAX_FIGS];
+	int nout = 0;
+
+	for (int i = 0; i < nfigs; i++) {
+		int n = 0, j;
+
+		for (j = 0; j < nout; j++)
+			if (!strcmp(out[j].key, figs[i].key) &&
+			    !strcmp(out[j].who, figs[i].who))
+				break;
+		if (j < nout)
+			continue;
+		for (int k = i; k < nfigs; k++)
+			if (!strcmp(figs[k].key, figs[i].key) &&
+			    !strcmp(figs[k].who, figs[i].who))
+				v[n++] = figs[k].value;
+		out[nout] = figs[i];
+		out[nout++].value = median(v, n);
+	}
+	memcpy(figs, out, sizeof(out[0]) * nout);
+	nfigs = nout;
+}
 
 enum group { G_HITS, G_SCALE, G_MISS, G_MONITOR };
 
@@ -577,6 +615,8 @@ static const char *run_group(enum group g, const char *who)
 
 		close(fds[0]);
 		out_fd = fds[1];
+		/* One measurement per child; the parent repeats the rounds. */
+		opt.reps = 1;
 		/* The cache-core groups measure regcache without a monitor. */
 		setenv("REGCACHE_MONITOR",
 		       g == G_MONITOR && !ucx ? who : "none", 1);
@@ -742,7 +782,7 @@ static void compute_targets(void)
 
 static void print_table(const char *machine, const char **errors, int nerr)
 {
-	printf("regcache-bench: medians of %d runs; %s\n", opt.reps, machine);
+	printf("regcache-bench: medians of %d rounds; %s\n", opt.reps, machine);
 	printf("UCX: %s\n\n", ucx_version() ? ucx_version() :
 			      "not built (install libucx-dev and rebuild)");
 	printf("Cache core (null device; regcache with EXPLICIT_INVALIDATE)\n");
@@ -851,7 +891,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: regcache-bench [options]\n"
-"  -r, --reps N      repeated runs per figure; the median is reported (default 5)\n"
+"  -r, --reps N      rounds; each figure is the median over rounds (default 5)\n"
 "  -s, --scale X     multiply iteration counts (and the 1000000 regions) by X\n"
 "      --only LIST   groups to run: hits,scale,miss,monitor (default all)\n"
 "      --json        machine-readable output on stdout\n"
@@ -898,31 +938,32 @@ int main(int argc, char **argv)
 		const char *name;
 	} groups[] = { { G_HITS, "hits" }, { G_SCALE, "scale" },
 		       { G_MISS, "miss" }, { G_MONITOR, "monitor" } };
-	for (size_t gi = 0; gi < 4; gi++) {
-		if (opt.only && !strstr(opt.only, groups[gi].name))
-			continue;
-		if (groups[gi].g == G_MONITOR) {
-			for (int i = 0; i < NMON_COLS; i++) {
-				if (i == 3 && !ucx_version())
+	/* Rounds: every child measures once, and the rounds interleave the
+	 * caches and monitors, so that a change in the machine's background
+	 * load affects them alike. Each figure is the median over rounds. */
+	for (int round = 0; round < opt.reps; round++)
+		for (size_t gi = 0; gi < 4; gi++) {
+			bool mon = groups[gi].g == G_MONITOR;
+
+			if (opt.only && !strstr(opt.only, groups[gi].name))
+				continue;
+			for (int i = 0; i < (mon ? NMON_COLS : 2); i++) {
+				const char *who = mon ? mon_cols[i] : whos[i];
+
+				if (!strcmp(who, "ucx") && !ucx_version())
 					continue;
-				fprintf(stderr, tty ? "\r  measuring %s %-16s" :
-					"  measuring %s %s\n",
-					groups[gi].name, mon_cols[i]);
-				if ((e = run_group(G_MONITOR, mon_cols[i])) &&
+				/* A monitor missing in round 1 stays missing. */
+				if (mon && round && !mon_ran(who))
+					continue;
+				fprintf(stderr, tty ? "\r  round %d/%d: %s %-16s" :
+					"  round %d/%d: %s %s\n", round + 1,
+					opt.reps, groups[gi].name, who);
+				if ((e = run_group(groups[gi].g, who)) &&
 				    nerr < 32)
 					errors[nerr++] = strdup(e);
 			}
-			continue;
 		}
-		for (int i = 0; i < 2; i++) {
-			if (i == 1 && !ucx_version())
-				continue;
-			fprintf(stderr, tty ? "\r  measuring %s %-16s" :
-				"  measuring %s %s\n", groups[gi].name, whos[i]);
-			if ((e = run_group(groups[gi].g, whos[i])) && nerr < 32)
-				errors[nerr++] = strdup(e);
-		}
-	}
+	aggregate();
 	if (tty)
 		fprintf(stderr, "\r%50s\r", "");
 	compute_targets();
