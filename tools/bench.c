@@ -798,8 +798,9 @@ static void print_table(const char *machine, const char **errors, int nerr)
 	printf("  %-40s\n", "miss overhead above the registrar, ns");
 	row_vs("null device", "miss_null");
 	row_vs("io_uring 4 KiB", "miss_uring4k");
-	printf("  %-40s %12.0f\n", "  (io_uring 4 KiB reg+dereg alone)",
-	       val("reg_uring4k", "regcache"));
+	printf("  %-40s", "  (io_uring 4 KiB reg+dereg alone)");
+	cell(val("reg_uring4k", "regcache"), "%.0f");
+	printf("\n");
 	row_vs("miss while filling to 1000000 regions", "miss_fill_1m");
 	row_vs("memory per cached region, bytes (RSS)", "mem_per_region");
 
@@ -823,9 +824,13 @@ static void print_table(const char *machine, const char **errors, int nerr)
 
 	printf("\nTargets (ratios from this run)\n");
 	for (int i = 0; i < ntargets; i++)
-		printf("  [%s] %-52s %6.2f (%s)\n",
-		       !targets[i].known ? "n/a " : targets[i].pass ? "PASS" : "MISS",
-		       targets[i].text, targets[i].measured, targets[i].detail);
+		if (!targets[i].known)
+			printf("  [n/a ] %s\n", targets[i].text);
+		else
+			printf("  [%s] %-52s %6.2f (%s)\n",
+			       targets[i].pass ? "PASS" : "MISS",
+			       targets[i].text, targets[i].measured,
+			       targets[i].detail);
 	for (int i = 0; i < nerr; i++)
 		printf("  error: %s\n", errors[i]);
 }

@@ -953,7 +953,7 @@ static void print_causes(const struct result *res, const bool *ran)
 	       "(releases in the run)\n%-36s", "");
 	for (size_t i = 0; i < NMODES; i++)
 		if (ran[i] && !res[i].status)
-			printf(" %8s", modes[i].key);
+			printf(" %11s", modes[i].key);
 	for (int k = 0; k <= R_NKINDS; k++) {
 		char name[64];
 		bool any = k < R_NKINDS;
@@ -974,12 +974,12 @@ static void print_causes(const struct result *res, const bool *ran)
 		printf("\n  %-34s", name);
 		for (size_t i = 0; i < NMODES; i++)
 			if (ran[i] && !res[i].status)
-				printf(" %8lu", res[i].corrupt_by[k]);
+				printf(" %11lu", res[i].corrupt_by[k]);
 	}
 	printf("\n  %-34s", "DMA landed in another live buffer");
 	for (size_t i = 0; i < NMODES; i++)
 		if (ran[i] && !res[i].status)
-			printf(" %8lu", res[i].into_live);
+			printf(" %11lu", res[i].into_live);
 	printf("\n");
 }
 
