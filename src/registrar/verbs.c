@@ -429,7 +429,9 @@ int regcache_verbs_sge(struct regcache *cache, const void *addr, size_t len,
 		return ret;
 	sge->addr = (uintptr_t)addr;
 	sge->length = (uint32_t)len;
-	sge->lkey = regcache_region_lkey(r);
+	/* The handle directly, not through the exported accessor: this is
+	 * the hit path, and an exported call goes through the PLT. */
+	sge->lkey = ((const struct ibv_mr *)((struct rc_region *)r)->handle)->lkey;
 	*region = r;
 	return 0;
 }
