@@ -276,6 +276,38 @@ static bool absorb_overlaps_locked(struct regcache *c, uintptr_t start,
 	return true;
 }
 
+/*
+ * A referenced hit on a monitor without synchronous publication
+ * (userfaultfd): ask the monitor whether a change may be in flight. On
+ * false the reference is dropped and the caller takes the slow path.
+ *
+ * ->validate() proves that every change begun before it was *published*,
+ * not that this cache applied it: one published after this hit's
+ * generation check was missed by it. So re-check the generation, and that
+ * no other thread's sync killed the region meanwhile (its seq moved).
+ */
+static rc_noinline bool probe_hit(struct regcache *c, struct rc_region *r,
+				  uint32_t seq)
+{
+	uintptr_t start = rc_load_relaxed(&r->start);
+	uintptr_t end = rc_load_relaxed(&r->end);
+
+	if (rc_monitor_validate(start, end)) {
+		/* Anything unknown invalidates (design rule 8). */
+		regcache_invalidate(c, (void *)start, end - start);
+		rc_region_unref(c, r);
+		return false;
+	}
+	/* Acquire loads after validate's: pair with the publish in
+	 * rc_monitor_publish() and the kill in rc_region_kill_locked(). */
+	if (!rc_monitor_current(&c->cursor) ||
+	    rc_load_acquire(&r->seq) != seq) {
+		rc_region_unref(c, r);
+		return false;
+	}
+	return true;
+}
+
 /* Hit under the lock (the hint missed) or a miss that registers. */
 static rc_noinline int get_slow(struct regcache *c, const void *addr,
 				size_t len, unsigned access,
@@ -325,15 +357,8 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 			rc_fetch_add_relaxed(&c->st_slow_hits, 1);
 			pthread_mutex_unlock(&c->lock);
 			rc_region_kill_finish(c, &batch);
-			if (c->probe_hits &&
-			    rc_monitor_validate(rc_load_relaxed(&r->start),
-						rc_load_relaxed(&r->end))) {
-				regcache_invalidate(c, (void *)rc_load_relaxed(&r->start),
-						    rc_load_relaxed(&r->end) -
-							    rc_load_relaxed(&r->start));
-				rc_region_unref(c, r);
+			if (c->probe_hits && !probe_hit(c, r, seq))
 				continue;
-			}
 			*out = (struct regcache_region *)r;
 			return 0;
 		}
@@ -445,17 +470,8 @@ int regcache_get(struct regcache *c, const void *addr, size_t len,
 		return get_slow(c, addr, len, access, out);
 	if (rc_unlikely(!rc_region_ref(c, r, seq)))
 		return get_slow(c, addr, len, access, out);
-	if (rc_unlikely(c->probe_hits) &&
-	    rc_monitor_validate(rc_load_relaxed(&r->start),
-				rc_load_relaxed(&r->end))) {
-		/* A change may be in flight (userfaultfd): anything unknown
-		 * invalidates (design rule 8). */
-		regcache_invalidate(c, (void *)rc_load_relaxed(&r->start),
-				    rc_load_relaxed(&r->end) -
-					    rc_load_relaxed(&r->start));
-		rc_region_unref(c, r);
+	if (rc_unlikely(c->probe_hits) && !probe_hit(c, r, seq))
 		return get_slow(c, addr, len, access, out);
-	}
 	rc_bump_relaxed(&r->hits, 1);
 	*out = (struct regcache_region *)r;
 	return 0;
