@@ -1,0 +1,993 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The userfaultfd monitor backend: every VMA that holds a cached region is
+ * registered in MODE_WP with one process-wide userfaultfd (nothing is ever
+ * write-protected, so no fault ever reaches us), and the kernel reports
+ * UNMAP, REMOVE and REMAP events for it. A thread reads them and publishes
+ * the ranges with rc_monitor_publish(). See docs/monitor-userfaultfd.md.
+ *
+ * Three pieces of state:
+ *  - the watch table: every [start, end) the caches watch, with a count
+ *    (the contract balances watch/unwatch per range). It says what memory
+ *    still needs monitoring.
+ *  - the area table: sorted, disjoint ranges this backend registered, each
+ *    with the generation at which its registration was last confirmed. It
+ *    says what we may unregister, and lets a miss skip UFFDIO_REGISTER.
+ *  - the sentinel: one private page, registered, that ->validate() probes.
+ * Both tables live under uf.lock, which the monitor thread never takes:
+ * a thread holding it may malloc, and a malloc may unmap watched memory and
+ * sleep until the monitor thread reads the event (design rule 1).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/types.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+
+#include "../log.h"
+#include "monitor.h"
+
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1	/* Linux 5.11; not in Debian 12's headers */
+#endif
+
+/* PROCMAP_QUERY (Linux 6.11) is not in Debian 12's headers either. */
+struct rc_uffd_procmap_query {
+	__u64 size;
+	__u64 query_flags;
+	__u64 query_addr;
+	__u64 vma_start;
+	__u64 vma_end;
+	__u64 vma_flags;
+	__u64 vma_page_size;
+	__u64 vma_offset;
+	__u64 inode;
+	__u32 dev_major;
+	__u32 dev_minor;
+	__u32 vma_name_size;
+	__u32 build_id_size;
+	__u64 vma_name_addr;
+	__u64 build_id_addr;
+};
+#define RC_UFFD_PROCMAP_QUERY _IOWR('f', 17, struct rc_uffd_procmap_query)
+#define RC_UFFD_COVERING_OR_NEXT 0x10
+#define RC_UFFD_VMA_SHARED 8
+
+#define RC_UFFD_EVENTS \
+	(UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE | \
+	 UFFD_FEATURE_EVENT_REMAP)
+/* Messages per read(): each one completes an unmapping thread's wait. */
+#define RC_UFFD_BATCH 64
+/* REMOVE ranges re-published once the madvise has certainly zapped. */
+#define RC_UFFD_DEFERRED 64
+#define RC_UFFD_DEFER_MS 2
+/* Bounded wait in ->validate() for an event in flight to be published. */
+#define RC_UFFD_VALIDATE_SPINS 2000
+
+struct rc_uffd_area {
+	uintptr_t start, end;
+	uint64_t gen;		/* registration confirmed at this reg_gen */
+};
+
+struct rc_uffd_watch {
+	uintptr_t start, end;	/* start == 0: empty slot */
+	uint64_t count;
+};
+
+static struct uffd_backend {
+	int fd;
+	int stop_fd;		/* eventfd: wakes the thread for stop() */
+	int maps_fd;		/* /proc/self/maps, for PROCMAP_QUERY */
+	bool procmap;
+	bool thread_running;
+	pthread_t thread;
+	uintptr_t page;
+	char *sentinel;		/* one registered page, probed by validate */
+
+	/* Written by the monitor thread only. */
+	_Atomic uint64_t busy;		/* 1 from before read() to published */
+	_Atomic uint64_t map_gen;	/* UNMAP/REMAP events read so far */
+	_Atomic uint64_t events;	/* every message read (statistics) */
+
+	/* Under lock. */
+	pthread_mutex_t lock;
+	uint64_t unreg_gen;		/* our own unregistrations */
+	struct rc_uffd_area *areas;
+	size_t nareas, areas_cap;
+	struct rc_uffd_watch *watches;
+	size_t nwatches, watches_cap;	/* cap: power of two or 0 */
+	size_t unwatch_since_sweep;
+} uf = { .fd = -1, .stop_fd = -1, .maps_fd = -1,
+	 .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* A fork while another thread holds uf.lock would leave it locked in the
+ * child forever. */
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&uf.lock);
+}
+static void atfork_release(void)
+{
+	pthread_mutex_unlock(&uf.lock);
+}
+static void register_atfork(void)
+{
+	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
+}
+
+/* ---------------------------------------------------------------------
+ * The monitor thread
+ * ------------------------------------------------------------------- */
+
+struct deferred {
+	uintptr_t start[RC_UFFD_DEFERRED], end[RC_UFFD_DEFERRED];
+	unsigned n;
+	bool overflow;
+};
+
+static void publish_msg(struct rc_monitor *mon, const struct uffd_msg *m,
+			struct deferred *d)
+{
+	switch (m->event) {
+	case UFFD_EVENT_UNMAP:
+		/* Before the publish: a watch that snapshots map_gen after
+		 * this re-registers instead of trusting the area table. */
+		rc_fetch_add_relaxed(&uf.map_gen, 1);
+		rc_monitor_publish(mon, m->arg.remove.start, m->arg.remove.end);
+		break;
+	case UFFD_EVENT_REMOVE:
+		rc_monitor_publish(mon, m->arg.remove.start, m->arg.remove.end);
+		/* madvise sends REMOVE *before* it zaps the pages (mm/madvise.c
+		 * madvise_dontneed_free): a registration made between our read
+		 * and the zap pins the old pages. Publish again later. */
+		if (d->n < RC_UFFD_DEFERRED) {
+			d->start[d->n] = m->arg.remove.start;
+			d->end[d->n++] = m->arg.remove.end;
+		} else {
+			d->overflow = true;
+		}
+		break;
+	case UFFD_EVENT_REMAP:
+		rc_fetch_add_relaxed(&uf.map_gen, 1);
+		rc_monitor_publish(mon, m->arg.remap.from,
+				   m->arg.remap.from + m->arg.remap.len);
+		/* The destination's old contents were replaced too. */
+		rc_monitor_publish(mon, m->arg.remap.to,
+				   m->arg.remap.to + m->arg.remap.len);
+		break;
+	case UFFD_EVENT_PAGEFAULT: {
+		/* Cannot happen in WP mode when nothing is write-protected;
+		 * if it does, never leave the faulting thread asleep. */
+		struct uffdio_range r = {
+			.start = m->arg.pagefault.address & ~(uf.page - 1),
+			.len = uf.page,
+		};
+
+		ioctl(uf.fd, UFFDIO_WAKE, &r);
+		rc_monitor_publish_all(mon);
+		break;
+	}
+	default:
+		/* Anything unknown invalidates (design rule 8). */
+		rc_monitor_publish_all(mon);
+		break;
+	}
+}
+
+static void publish_deferred(struct rc_monitor *mon, struct deferred *d)
+{
+	if (d->overflow)
+		rc_monitor_publish_all(mon);
+	else
+		for (unsigned i = 0; i < d->n; i++)
+			rc_monitor_publish(mon, d->start[i], d->end[i]);
+	d->n = 0;
+	d->overflow = false;
+}
+
+/* Read every queued message. busy brackets the read: a message read is an
+ * unmapping thread woken, which may let ->validate() see no event in flight
+ * before we have published it; validate then waits for busy == 0. */
+static bool drain(struct rc_monitor *mon, struct deferred *d)
+{
+	struct uffd_msg msgs[RC_UFFD_BATCH];
+	bool any = false;
+
+	for (;;) {
+		ssize_t n;
+
+		/* seq_cst: visible before read() completes any event, which
+		 * is before the unmapper can drop mmap_changing. */
+		atomic_store_explicit(&uf.busy, 1, memory_order_seq_cst);
+		n = read(uf.fd, msgs, sizeof(msgs));
+		if (n < 0) {
+			rc_store_release(&uf.busy, 0);
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				rc_debug("read(userfaultfd): %s", strerror(errno));
+			return any;
+		}
+		for (size_t i = 0; i < (size_t)n / sizeof(msgs[0]); i++)
+			publish_msg(mon, &msgs[i], d);
+		rc_fetch_add_relaxed(&uf.events, (size_t)n / sizeof(msgs[0]));
+		/* Release: the published ranges before busy drops. */
+		rc_store_release(&uf.busy, 0);
+		any = true;
+		if ((size_t)n < sizeof(msgs))
+			return any;
+	}
+}
+
+/*
+ * The single producer. It never allocates, frees, takes a lock that an
+ * unmapping thread may hold, or unmaps anything: with one reader, unmapping
+ * watched memory here would wait for itself (kernel-facts.md).
+ */
+static void *monitor_thread(void *arg)
+{
+	struct rc_monitor *mon = arg;
+	struct deferred d = { .n = 0 };
+
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = uf.fd, .events = POLLIN },
+			{ .fd = uf.stop_fd, .events = POLLIN },
+		};
+		int timeout = d.n || d.overflow ? RC_UFFD_DEFER_MS : -1;
+		int ret = poll(p, 2, timeout);
+
+		if (ret < 0) {
+			if (errno == EINTR)
+				continue;	/* signals killed monitors in the
+						   wild (kernel-facts.md) */
+			rc_error("poll(userfaultfd) failed: %s; invalidating "
+				 "everything and retrying", strerror(errno));
+			rc_monitor_publish_all(mon);
+			usleep(1000);
+			continue;
+		}
+		if (ret == 0) {
+			publish_deferred(mon, &d);
+			continue;
+		}
+		if (p[0].revents & (POLLIN | POLLERR))
+			drain(mon, &d);
+		if (p[1].revents & POLLIN) {
+			/* stop(): everything is unregistered and no event is
+			 * in flight; read what is left and go. */
+			drain(mon, &d);
+			publish_deferred(mon, &d);
+			return NULL;
+		}
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * VMAs
+ * ------------------------------------------------------------------- */
+
+/* Linux < 6.11: the first VMA ending above @addr from the text of
+ * /proc/self/maps, read through a stack buffer. */
+static int maps_text_query(uintptr_t addr, struct rc_uffd_procmap_query *q)
+{
+	char buf[4096], line[512];
+	size_t len = 0;
+	ssize_t n;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			unsigned long long s, e, off, ino;
+			unsigned maj, min;
+			char perms[8];
+
+			if (buf[i] != '\n') {
+				if (len < sizeof(line) - 1)
+					line[len++] = buf[i];
+				continue;
+			}
+			line[len] = 0;
+			len = 0;
+			if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &s, &e,
+				   perms, &off, &maj, &min, &ino) != 7 ||
+			    e <= addr)
+				continue;
+			close(fd);
+			memset(q, 0, sizeof(*q));
+			q->vma_start = s;
+			q->vma_end = e;
+			q->inode = ino;
+			q->vma_flags = perms[3] == 's' ? RC_UFFD_VMA_SHARED : 0;
+			q->vma_page_size = strstr(line, "/hugepages") ||
+						   strstr(line, "anon_hugepage") ?
+						   0 : uf.page;
+			/* SysV shm and memfd show an inode; a MAP_SHARED
+			 * anonymous mapping shows "/dev/zero (deleted)". */
+			return 0;
+		}
+	}
+	close(fd);
+	return n < 0 ? -errno : -ENOENT;
+}
+
+static int vma_query(uintptr_t addr, struct rc_uffd_procmap_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->size = sizeof(*q);
+	q->query_flags = RC_UFFD_COVERING_OR_NEXT;
+	q->query_addr = addr;
+	if (!uf.procmap)
+		return maps_text_query(addr, q);
+	return ioctl(uf.maps_fd, RC_UFFD_PROCMAP_QUERY, q) ? -errno : 0;
+}
+
+/* Memory that a userfaultfd sees every change of: private, anonymous, base
+ * pages. A file or shared mapping can lose pages through the file (memfd or
+ * tmpfs hole punch, truncate, another process's MADV_REMOVE), which sends
+ * no event; SysV shm and ext4 files cannot even be registered in WP mode. */
+static const char *unwatchable(const struct rc_uffd_procmap_query *q)
+{
+	if (q->inode)
+		return "file-backed (memfd, tmpfs, SysV shm or a file)";
+	if (q->vma_flags & RC_UFFD_VMA_SHARED)
+		return "a shared mapping";
+	if (q->vma_page_size != uf.page)
+		return "huge pages";
+	return NULL;
+}
+
+static int uffd_register(uintptr_t start, uintptr_t end)
+{
+	struct uffdio_register reg = {
+		.range = { .start = start, .len = end - start },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+
+	return ioctl(uf.fd, UFFDIO_REGISTER, &reg) ? -errno : 0;
+}
+
+/* Unregister [start, end). A range that now also holds a file mapping or
+ * another userfaultfd's VMA fails as a whole with EINVAL: then go VMA by
+ * VMA and leave those alone. Holes are skipped by the kernel. */
+static void uffd_unregister(uintptr_t start, uintptr_t end)
+{
+	struct uffdio_range r = { .start = start, .len = end - start };
+	uintptr_t addr = start;
+
+	if (!ioctl(uf.fd, UFFDIO_UNREGISTER, &r) || errno != EINVAL)
+		return;
+	while (addr < end) {
+		struct rc_uffd_procmap_query q;
+
+		if (vma_query(addr, &q) || q.vma_start >= end)
+			return;
+		r.start = q.vma_start > addr ? q.vma_start : addr;
+		r.len = (q.vma_end < end ? q.vma_end : end) - r.start;
+		if (!unwatchable(&q))
+			ioctl(uf.fd, UFFDIO_UNREGISTER, &r);
+		addr = q.vma_end;
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * The area table (under uf.lock): sorted, disjoint
+ * ------------------------------------------------------------------- */
+
+static uint64_t reg_gen(void)
+{
+	/* Acquire pairs with nothing in particular: map_gen only has to be
+	 * read before the VMA query that it vouches for. */
+	return rc_load_acquire(&uf.map_gen) + (uf.unreg_gen << 40);
+}
+
+/* First area with end > addr. */
+static size_t area_lower(uintptr_t addr)
+{
+	size_t lo = 0, hi = uf.nareas;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (uf.areas[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Record [start, end) as registered at @gen, merged with the areas it
+ * overlaps or touches. The merged area is confirmed only if they all were
+ * confirmed at @gen: an area whose VMA was unmapped since is registered no
+ * longer, and must not be vouched for by the new registration. */
+static int area_add(uintptr_t start, uintptr_t end, uint64_t gen)
+{
+	size_t i = area_lower(start ? start - 1 : 0), j = i;
+
+	while (j < uf.nareas && uf.areas[j].start <= end) {
+		if (uf.areas[j].start < start)
+			start = uf.areas[j].start;
+		if (uf.areas[j].end > end)
+			end = uf.areas[j].end;
+		if (uf.areas[j].gen != gen)
+			gen = 0;
+		j++;
+	}
+	if (i == j) {
+		if (uf.nareas == uf.areas_cap) {
+			size_t cap = uf.areas_cap ? uf.areas_cap * 2 : 64;
+			void *n = realloc(uf.areas, cap * sizeof(*uf.areas));
+
+			if (!n)
+				return -ENOMEM;
+			uf.areas = n;
+			uf.areas_cap = cap;
+		}
+		memmove(&uf.areas[i + 1], &uf.areas[i],
+			(uf.nareas - i) * sizeof(*uf.areas));
+		uf.nareas++;
+		j = i + 1;
+	} else if (j > i + 1) {
+		memmove(&uf.areas[i + 1], &uf.areas[j],
+			(uf.nareas - j) * sizeof(*uf.areas));
+		uf.nareas -= j - i - 1;
+	}
+	uf.areas[i] = (struct rc_uffd_area){ start, end, gen };
+	return 0;
+}
+
+/* Is [start, end) inside one area confirmed at @gen? */
+static bool area_confirmed(uintptr_t start, uintptr_t end, uint64_t gen)
+{
+	size_t i = area_lower(start);
+
+	return i < uf.nareas && uf.areas[i].start <= start &&
+	       uf.areas[i].end >= end && uf.areas[i].gen == gen;
+}
+
+/* ---------------------------------------------------------------------
+ * The watch table (under uf.lock): open addressing, linear probing
+ * ------------------------------------------------------------------- */
+
+static size_t watch_hash(uintptr_t start, uintptr_t end)
+{
+	return (size_t)(((start >> 12) * 0x9e3779b97f4a7c15ull) ^
+			((end >> 12) * 0xc2b2ae3d27d4eb4full)) >> 7;
+}
+
+static struct rc_uffd_watch *watch_find(uintptr_t start, uintptr_t end)
+{
+	size_t mask = uf.watches_cap - 1;
+
+	if (!uf.watches_cap)
+		return NULL;
+	for (size_t i = watch_hash(start, end) & mask;; i = (i + 1) & mask) {
+		struct rc_uffd_watch *w = &uf.watches[i];
+
+		if (!w->start)
+			return NULL;
+		if (w->start == start && w->end == end)
+			return w;
+	}
+}
+
+static void watch_put_slot(struct rc_uffd_watch *tab, size_t cap,
+			   struct rc_uffd_watch w)
+{
+	size_t i = watch_hash(w.start, w.end) & (cap - 1);
+
+	while (tab[i].start)
+		i = (i + 1) & (cap - 1);
+	tab[i] = w;
+}
+
+static int watch_add(uintptr_t start, uintptr_t end)
+{
+	struct rc_uffd_watch *w = watch_find(start, end);
+
+	if (w) {
+		w->count++;
+		return 0;
+	}
+	if ((uf.nwatches + 1) * 2 > uf.watches_cap) {
+		size_t cap = uf.watches_cap ? uf.watches_cap * 2 : 1024;
+		struct rc_uffd_watch *tab = calloc(cap, sizeof(*tab));
+
+		if (!tab)
+			return -ENOMEM;
+		for (size_t i = 0; i < uf.watches_cap; i++)
+			if (uf.watches[i].start)
+				watch_put_slot(tab, cap, uf.watches[i]);
+		free(uf.watches);
+		uf.watches = tab;
+		uf.watches_cap = cap;
+	}
+	watch_put_slot(uf.watches, uf.watches_cap,
+		       (struct rc_uffd_watch){ start, end, 1 });
+	uf.nwatches++;
+	return 0;
+}
+
+/* Delete with backward shift, so probing never needs tombstones. */
+static void watch_delete(struct rc_uffd_watch *w)
+{
+	size_t mask = uf.watches_cap - 1;
+	size_t i = (size_t)(w - uf.watches), j = i;
+
+	for (;;) {
+		size_t k;
+
+		uf.watches[i].start = 0;
+		for (;;) {
+			j = (j + 1) & mask;
+			if (!uf.watches[j].start)
+				goto done;
+			k = watch_hash(uf.watches[j].start, uf.watches[j].end) &
+			    mask;
+			/* Stays if its home k lies cyclically in (i, j]. */
+			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+				continue;
+			break;
+		}
+		uf.watches[i] = uf.watches[j];
+		i = j;
+	}
+done:
+	uf.nwatches--;
+}
+
+/*
+ * Unregister every area that no watched range overlaps. Costs O(W log A);
+ * called when the last watch goes, and then every max(1024, W) unwatches,
+ * so each unwatch pays O(log A) on average. Unregistering in WP mode walks
+ * the page tables (~17 ms per populated GiB), which is why it is lazy.
+ */
+static void sweep_locked(void)
+{
+	size_t kept = 0;
+	bool *used;
+
+	uf.unwatch_since_sweep = 0;
+	if (!uf.nareas)
+		return;
+	used = calloc(uf.nareas, sizeof(*used));
+	if (!used)
+		return;	/* try again at the next sweep */
+	for (size_t i = 0; i < uf.watches_cap; i++) {
+		struct rc_uffd_watch *w = &uf.watches[i];
+
+		if (!w->start)
+			continue;
+		for (size_t a = area_lower(w->start);
+		     a < uf.nareas && uf.areas[a].start < w->end; a++)
+			used[a] = true;
+	}
+	for (size_t a = 0; a < uf.nareas; a++) {
+		if (used[a]) {
+			uf.areas[kept++] = uf.areas[a];
+			continue;
+		}
+		uffd_unregister(uf.areas[a].start, uf.areas[a].end);
+		/* The address range may now hold other registered VMAs
+		 * that a merged area vouched for: trust nothing. */
+		uf.unreg_gen++;
+	}
+	uf.nareas = kept;
+	free(used);
+}
+
+/* ---------------------------------------------------------------------
+ * Ops
+ * ------------------------------------------------------------------- */
+
+/*
+ * Register every VMA that overlaps [start, end), whole, so that the number
+ * of VMAs does not grow with the number of regions (design rule 6).
+ */
+static int uffd_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
+{
+	uintptr_t addr = start;
+	int ret = 0;
+
+	(void)mon;
+	pthread_mutex_lock(&uf.lock);
+	while (addr < end) {
+		struct rc_uffd_procmap_query q;
+		/* Before the query: an UNMAP/REMAP read after this point
+		 * makes the areas unconfirmed for the next watch. One read
+		 * before is still in flight for this one, and the cache's
+		 * pending registration is tainted when it is published. */
+		uint64_t gen = reg_gen();
+		const char *why;
+
+		ret = vma_query(addr, &q);
+		if (ret == -ENOENT) {
+			ret = 0;	/* nothing mapped: pinning will fail */
+			break;
+		}
+		if (ret)
+			break;
+		if (q.vma_start >= end)
+			break;
+		why = unwatchable(&q);
+		if (why) {
+			rc_debug("%p-%p is %s: served uncached",
+				 (void *)(uintptr_t)q.vma_start,
+				 (void *)(uintptr_t)q.vma_end, why);
+			ret = -EOPNOTSUPP;
+			break;
+		}
+		if (!area_confirmed(q.vma_start, q.vma_end, gen)) {
+			ret = uffd_register(q.vma_start, q.vma_end);
+			if (ret) {
+				rc_debug("UFFDIO_REGISTER %p-%p: %s%s",
+					 (void *)(uintptr_t)q.vma_start,
+					 (void *)(uintptr_t)q.vma_end,
+					 strerror(-ret),
+					 ret == -EBUSY ? " (another userfaultfd "
+							 "owns it): served "
+							 "uncached" : "");
+				break;
+			}
+			ret = area_add(q.vma_start, q.vma_end, gen);
+			if (ret)
+				break;
+		}
+		addr = q.vma_end;
+	}
+	if (!ret)
+		ret = watch_add(start, end);
+	/* On failure the VMAs registered above stay in the area table; the
+	 * next sweep unregisters them if nothing else needs them. */
+	pthread_mutex_unlock(&uf.lock);
+	return ret;
+}
+
+static void uffd_unwatch(struct rc_monitor *mon, uintptr_t start,
+			 uintptr_t end)
+{
+	struct rc_uffd_watch *w;
+
+	(void)mon;
+	pthread_mutex_lock(&uf.lock);
+	w = watch_find(start, end);
+	if (!w) {
+		rc_error("unwatch of %p-%p that is not watched (bug)",
+			 (void *)start, (void *)end);
+	} else if (--w->count == 0) {
+		watch_delete(w);
+		if (!uf.nwatches ||
+		    ++uf.unwatch_since_sweep >=
+			    (uf.nwatches > 1024 ? uf.nwatches : 1024))
+			sweep_locked();
+	}
+	pthread_mutex_unlock(&uf.lock);
+}
+
+/*
+ * Close the window between an unmap and the monitor's read of its event
+ * (kernel-facts.md): another thread may map the same address again and hit.
+ *
+ * Every UNMAP, REMAP and REMOVE of a registered VMA raises the context's
+ * mmap_changing *before* the pages change, and drops it only after our
+ * read() returned the event. UFFDIO_WRITEPROTECT with mode 0 answers EAGAIN
+ * while it is raised; on the sentinel page it is otherwise a no-op that
+ * touches nothing (no page, no VMA of the region), so its cost does not
+ * depend on the region's size. A zero answer proves that every change
+ * that began before it was read; busy == 0 afterwards proves it was also
+ * published, and the cache re-checks its generation after this returns.
+ */
+static int uffd_validate(struct rc_monitor *mon, uintptr_t start,
+			 uintptr_t end)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { .start = (uintptr_t)uf.sentinel, .len = uf.page },
+		.mode = 0,
+	};
+
+	(void)mon, (void)start, (void)end;
+	for (int i = 0; i < RC_UFFD_VALIDATE_SPINS; i++) {
+		if (ioctl(uf.fd, UFFDIO_WRITEPROTECT, &wp) == 0) {
+			/* Pairs with the seq_cst store of busy in drain():
+			 * the read that let mmap_changing drop came after it. */
+			if (!atomic_load_explicit(&uf.busy,
+						  memory_order_seq_cst))
+				return 0;
+		} else if (errno != EAGAIN) {
+			return -errno;
+		}
+		/* An event is in flight: the monitor thread reads it within
+		 * microseconds. Waiting beats invalidating a region that
+		 * the event most likely does not touch. */
+		sched_yield();
+	}
+	return -EAGAIN;
+}
+
+static void close_fds(void)
+{
+	if (uf.fd >= 0)
+		close(uf.fd);
+	if (uf.stop_fd >= 0)
+		close(uf.stop_fd);
+	if (uf.maps_fd >= 0)
+		close(uf.maps_fd);
+	uf.fd = uf.stop_fd = uf.maps_fd = -1;
+}
+
+static void reset_tables(void)
+{
+	free(uf.areas);
+	free(uf.watches);
+	uf.areas = NULL;
+	uf.watches = NULL;
+	uf.nareas = uf.areas_cap = uf.nwatches = uf.watches_cap = 0;
+	uf.unwatch_since_sweep = 0;
+}
+
+static int open_uffd(void)
+{
+	int fd = (int)syscall(SYS_userfaultfd,
+			      O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	int ret = fd < 0 ? -errno : 0;
+
+	if (fd < 0) {
+		/* Before 5.11 UFFD_USER_MODE_ONLY is EINVAL; with
+		 * vm.unprivileged_userfaultfd=0 the syscall may be EPERM.
+		 * /dev/userfaultfd (5.11+) is governed by its file mode. */
+		int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+
+		if (dev >= 0) {
+			fd = ioctl(dev, USERFAULTFD_IOC_NEW,
+				   O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+			if (fd < 0)
+				fd = ioctl(dev, USERFAULTFD_IOC_NEW,
+					   O_CLOEXEC | O_NONBLOCK);
+			close(dev);
+		}
+		if (fd < 0) {
+			rc_info("userfaultfd unavailable: syscall: %s, "
+				"/dev/userfaultfd: %s", strerror(-ret),
+				strerror(errno));
+			return ret;
+		}
+	}
+	return fd;
+}
+
+/* valgrind runs one thread at a time and does not treat munmap as a
+ * blocking syscall: the unmapping thread would sleep in the kernel holding
+ * valgrind's lock, waiting for our thread, which can never run. */
+static bool under_valgrind(void)
+{
+	const char *pre = getenv("LD_PRELOAD");
+
+#ifdef RUNNING_ON_VALGRIND
+	if (RUNNING_ON_VALGRIND)
+		return true;
+#endif
+	return pre && strstr(pre, "vgpreload");
+}
+
+static int uffd_start(struct rc_monitor *mon)
+{
+	struct uffdio_api api = { .api = UFFD_API, .features = RC_UFFD_EVENTS };
+	struct rc_uffd_procmap_query q;
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int ret;
+
+	if (under_valgrind()) {
+		rc_info("userfaultfd monitor unavailable under valgrind (an "
+			"unmapping thread would wait for a monitor thread "
+			"that valgrind never schedules)");
+		return -EOPNOTSUPP;
+	}
+	pthread_once(&atfork_once, register_atfork);
+	uf.page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uf.fd = open_uffd();
+	if (uf.fd < 0) {
+		ret = uf.fd;
+		uf.fd = -1;
+		return ret;
+	}
+	if (ioctl(uf.fd, UFFDIO_API, &api)) {
+		ret = -errno;
+		rc_info("userfaultfd: UFFDIO_API with the UNMAP, REMOVE and "
+			"REMAP events failed: %s (Linux 4.11+ needed)",
+			strerror(-ret));
+		goto fail;
+	}
+	if (!(api.ioctls & (1ull << _UFFDIO_REGISTER)) ||
+	    !(api.ioctls & (1ull << _UFFDIO_UNREGISTER))) {
+		ret = -EOPNOTSUPP;
+		rc_info("userfaultfd: no UFFDIO_REGISTER");
+		goto fail;
+	}
+	uf.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (uf.stop_fd < 0) {
+		ret = -errno;
+		rc_info("userfaultfd monitor: eventfd: %s", strerror(-ret));
+		goto fail;
+	}
+	uf.maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	q.query_addr = (uintptr_t)&uf;
+	uf.procmap = uf.maps_fd >= 0 &&
+		     ioctl(uf.maps_fd, RC_UFFD_PROCMAP_QUERY, &q) == 0 &&
+		     !getenv("REGCACHE_UFFD_NO_PROCMAP_QUERY");
+	if (!uf.procmap)
+		rc_info("PROCMAP_QUERY %s: each miss reads /proc/self/maps",
+			getenv("REGCACHE_UFFD_NO_PROCMAP_QUERY")
+				? "disabled by REGCACHE_UFFD_NO_PROCMAP_QUERY"
+				: "unavailable (Linux < 6.11)");
+
+	/* The sentinel proves that WP registration works (Linux 5.7+ for
+	 * anonymous memory) and is what ->validate() probes. */
+	uf.sentinel = mmap(NULL, uf.page, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (uf.sentinel == MAP_FAILED) {
+		ret = -errno;
+		uf.sentinel = NULL;
+		goto fail;
+	}
+	ret = uffd_register((uintptr_t)uf.sentinel,
+			    (uintptr_t)uf.sentinel + uf.page);
+	if (!ret) {
+		struct uffdio_writeprotect wp = {
+			.range = { (uintptr_t)uf.sentinel, uf.page },
+		};
+
+		if (ioctl(uf.fd, UFFDIO_WRITEPROTECT, &wp))
+			ret = -errno;
+	}
+	if (ret) {
+		rc_info("userfaultfd: write-protect mode on anonymous memory "
+			"does not work here: %s (Linux 5.7+ needed)",
+			strerror(-ret));
+		goto fail;
+	}
+
+	atomic_store_explicit(&uf.busy, 0, memory_order_relaxed);
+	atomic_store_explicit(&uf.map_gen, 1, memory_order_relaxed);
+	uf.unreg_gen = 0;
+	/* Signals go to the application's threads, never to ours. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	ret = -pthread_create(&uf.thread, &attr, monitor_thread, mon);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret) {
+		rc_info("userfaultfd monitor: cannot start its thread: %s",
+			strerror(-ret));
+		goto fail;
+	}
+	uf.thread_running = true;
+	mon->caps = (struct rc_monitor_caps){
+		.can_cache = true,
+		.synchronous = false,
+		.validate_hits = true,
+		.needs_thread = true,
+	};
+	mon->backend = &uf;
+	return 0;
+fail:
+	if (uf.sentinel) {
+		struct uffdio_range r = { (uintptr_t)uf.sentinel, uf.page };
+
+		ioctl(uf.fd, UFFDIO_UNREGISTER, &r);
+		munmap(uf.sentinel, uf.page);
+		uf.sentinel = NULL;
+	}
+	close_fds();
+	return ret;
+}
+
+/* Unregister every private anonymous VMA: the area table misses VMAs that
+ * mremap moved elsewhere, and a child holding a copy of the fd would keep
+ * them registered after we close it, so that our later munmap of them
+ * would sleep until the child dies (kernel-facts.md). */
+static void unregister_all(void)
+{
+	uintptr_t addr = 0;
+
+	for (size_t a = 0; a < uf.nareas; a++)
+		uffd_unregister(uf.areas[a].start, uf.areas[a].end);
+	for (;;) {
+		struct rc_uffd_procmap_query q;
+		struct uffdio_range r;
+
+		if (vma_query(addr, &q))
+			break;
+		r.start = q.vma_start;
+		r.len = q.vma_end - q.vma_start;
+		if (!unwatchable(&q) && r.start != (uintptr_t)uf.sentinel)
+			ioctl(uf.fd, UFFDIO_UNREGISTER, &r);
+		addr = q.vma_end;
+	}
+}
+
+static void uffd_stop(struct rc_monitor *mon)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { (uintptr_t)uf.sentinel, uf.page },
+	};
+	struct uffdio_range sr = { (uintptr_t)uf.sentinel, uf.page };
+	uint64_t one = 1;
+
+	(void)mon;
+	/* The thread keeps reading while we unregister, so threads that
+	 * are unmapping now never wait for a reader that is gone. */
+	pthread_mutex_lock(&uf.lock);
+	unregister_all();
+	reset_tables();
+	pthread_mutex_unlock(&uf.lock);
+	/* Changes begun before the unregistration raised mmap_changing;
+	 * once the probe succeeds the thread has read them all, and
+	 * nothing registered is left to raise it again. */
+	while (ioctl(uf.fd, UFFDIO_WRITEPROTECT, &wp) && errno == EAGAIN)
+		sched_yield();
+	ioctl(uf.fd, UFFDIO_UNREGISTER, &sr);
+	if (uf.thread_running) {
+		while (write(uf.stop_fd, &one, sizeof(one)) < 0 &&
+		       errno == EINTR)
+			;
+		pthread_join(uf.thread, NULL);
+		uf.thread_running = false;
+	}
+	munmap(uf.sentinel, uf.page);
+	uf.sentinel = NULL;
+	rc_debug("userfaultfd monitor stopped after %llu events",
+		 (unsigned long long)rc_load_relaxed(&uf.events));
+	close_fds();
+}
+
+/* In a forked child: the thread does not exist here, and the child's VMAs
+ * lost their registration at fork (no EVENT_FORK). Only close our copies of
+ * the fds: the parent's copy keeps its context alive, and any ioctl through
+ * the inherited fd (unregister, read) would act on the parent's context. */
+static void uffd_forked(struct rc_monitor *mon)
+{
+	(void)mon;
+	close_fds();
+	if (uf.sentinel)
+		munmap(uf.sentinel, uf.page);	/* the child's copy */
+	uf.sentinel = NULL;
+	uf.thread_running = false;
+	reset_tables();
+}
+
+const struct rc_monitor_ops rc_monitor_uffd_ops = {
+	.name = "userfaultfd",
+	.start = uffd_start,
+	.watch = uffd_watch,
+	.unwatch = uffd_unwatch,
+	.validate = uffd_validate,
+	.forked = uffd_forked,
+	.stop = uffd_stop,
+};
