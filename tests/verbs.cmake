@@ -12,8 +12,9 @@ if(REGCACHE_WITH_VERBS)
   # executable defines ibv_reg_mr*/ibv_dereg_mr, which then interpose on
   # libibverbs for libregcache.so. ENABLE_EXPORTS makes sure they are in the
   # executable's dynamic symbol table.
-  foreach(t verbs_access verbs_errors verbs_odp verbs_sge)
+  foreach(t verbs_access verbs_errors verbs_odp verbs_sge verbs_threads)
     regcache_add_test(NAME ${t} SOURCES ${t}.c verbs_fake.c LABELS verbs
+      LIBS Threads::Threads
       ENV REGCACHE_MONITOR=none)
     set_target_properties(${t} PROPERTIES ENABLE_EXPORTS ON)
   endforeach()

@@ -115,19 +115,28 @@ static struct ibv_mr *fake_reg(struct ibv_pd *pd, void *addr, size_t length,
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (vf.nmrs == VF_MAX_MRS) {
+	m = NULL;
+	if (vf.nmrs < VF_MAX_MRS) {
+		m = &vf.mrs[vf.nmrs++];
+	} else {
+		/* Recycle a deregistered record (stress tests). */
+		for (unsigned i = 0; i < VF_MAX_MRS && !m; i++)
+			if (!vf.mrs[i].live)
+				m = &vf.mrs[i];
+	}
+	if (!m) {
 		pthread_mutex_unlock(&vf_lock);
 		errno = ENOSPC;
 		return NULL;
 	}
-	m = &vf.mrs[vf.nmrs++];
+	vf.next_key++;
 	m->mr.context = pd->context;
 	m->mr.pd = pd;
 	m->mr.addr = addr;
 	m->mr.length = length;
-	m->mr.handle = vf.nmrs;
-	m->mr.lkey = 0x1000u + vf.nmrs;
-	m->mr.rkey = 0x80000000u + vf.nmrs;
+	m->mr.handle = vf.next_key;
+	m->mr.lkey = 0x1000u + vf.next_key;
+	m->mr.rkey = 0x80000000u + vf.next_key;
 	m->live = true;
 	m->iova = iova;
 	m->access = access;

@@ -68,6 +68,7 @@ struct verbs_fake {
 
 	struct vf_mr mrs[VF_MAX_MRS];
 	unsigned nmrs;
+	uint32_t next_key;
 };
 
 extern struct verbs_fake vf;
