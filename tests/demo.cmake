@@ -4,7 +4,7 @@
 # can see a stale registration (negative control).
 if(TARGET regcache-demo)
   add_test(NAME demo_smoke
-    COMMAND regcache-demo --iterations 3000 --modes naive,regcache)
+    COMMAND regcache-demo --iterations 3000 --repeat 1 --modes naive,regcache)
   set_tests_properties(demo_smoke PROPERTIES
     TIMEOUT 120 LABELS "demo"
     PASS_REGULAR_EXPRESSION "naive address-keyed cache +[0-9]+ +[0-9]+ +[0-9.]+% +[1-9][0-9]*\n.*regcache: zero corrupted messages"
