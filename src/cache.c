@@ -354,11 +354,12 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 			rc_index_hint(c, start, r);
 			/* Under the lock nobody can kill it: the ref holds. */
 			rc_region_ref(c, r, seq);
-			rc_fetch_add_relaxed(&c->st_slow_hits, 1);
 			pthread_mutex_unlock(&c->lock);
 			rc_region_kill_finish(c, &batch);
 			if (c->probe_hits && !probe_hit(c, r, seq))
 				continue;
+			/* Counted once served: a rejected probe is no hit. */
+			rc_fetch_add_relaxed(&c->st_slow_hits, 1);
 			*out = (struct regcache_region *)r;
 			return 0;
 		}
