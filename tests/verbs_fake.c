@@ -43,7 +43,7 @@ static int fake_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 		vf.advised_bytes += sg_list[i].length;
 	}
 	pthread_mutex_unlock(&vf_lock);
-	return 0;
+	return vf.advise_ret;
 }
 
 void vf_init(void)

@@ -46,6 +46,8 @@ struct verbs_fake {
 	size_t budget;
 	/* Positive errno that ibv_dereg_mr returns (0: success). */
 	int dereg_ret;
+	/* Positive errno that ibv_advise_mr returns (0: success). */
+	int advise_ret;
 
 	/* Records. */
 	long reg_calls, reg_ok, dereg_calls, query_calls, advise_calls;

@@ -8,8 +8,8 @@
  * SIZE_MAX, ON_DEMAND) per access mask serves every get, a miss only
  * prefetches with ibv_advise_mr (1 GiB sges), regions are cached without a
  * kernel monitor and without pinning, unsupported access is -EOPNOTSUPP,
- * and destroy deregisters each implicit MR once. Runs against the link-time
- * test double (verbs_fake.c).
+ * a provider without advise_mr is asked once, and destroy deregisters each
+ * implicit MR once. Runs against the link-time test double (verbs_fake.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -233,11 +233,45 @@ static void atomics(void)
 	munmap(buf, pg);
 }
 
+/* A provider without advise_mr: asked once, then never again; gets work. */
+static void no_prefetch(void)
+{
+	struct regcache_params p = { .flags = REGCACHE_VERBS_FLAG_ODP_IMPLICIT };
+	struct regcache_region *r;
+	struct regcache *c;
+	char *buf = t_map(8 * pg);
+
+	vf_init();
+	vf_set_odp(true, false);
+	vf.advise_ret = EOPNOTSUPP;
+	T_REQUIRE(regcache_verbs_create(&vf.pd, &p, &c) == 0);
+	for (int i = 0; i < 4; i++) {
+		T_REQUIRE(regcache_get(c, buf + 2 * i * pg, pg, 0, &r) == 0);
+		regcache_put(c, r);
+	}
+	T_EXPECT_EQ(1, vf.advise_calls);
+	/* Other failures are advice too: the get still succeeds. */
+	regcache_destroy(c);
+	vf_init();
+	vf_set_odp(true, false);
+	vf.advise_ret = EFAULT;
+	T_REQUIRE(regcache_verbs_create(&vf.pd, &p, &c) == 0);
+	for (int i = 0; i < 2; i++) {
+		T_REQUIRE(regcache_get(c, buf + 2 * i * pg, pg, 0, &r) == 0);
+		regcache_put(c, r);
+	}
+	T_EXPECT_EQ(2, vf.advise_calls);
+	regcache_destroy(c);
+	T_EXPECT_EQ(0, vf.live);
+	munmap(buf, 8 * pg);
+}
+
 int main(void)
 {
 	pg = (size_t)sysconf(_SC_PAGESIZE);
 	selection();
 	serving();
 	atomics();
+	no_prefetch();
 	return t_exit_status();
 }

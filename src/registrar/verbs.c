@@ -46,6 +46,8 @@ struct rc_verbs {
 	pid_t pid;			/* the process whose pd this is */
 	bool odp;			/* implicit ODP mode */
 	bool odp_atomic;		/* the device does atomics on ODP MRs */
+	_Atomic bool no_prefetch;	/* ibv_advise_mr said EOPNOTSUPP; a hint
+					   between threads, relaxed */
 	pthread_mutex_t lock;		/* serializes creating implicit MRs */
 	/* implicit[access & RC_VERBS_ODP_KEY_BITS]: created on first use,
 	 * published with release, read with acquire (pairs with it) on every
@@ -111,12 +113,8 @@ static int implicit_mr(struct rc_verbs *v, unsigned key, struct ibv_mr **out)
 			ret = errno_ret();
 	}
 	pthread_mutex_unlock(&v->lock);
-	if (ret) {
-		rc_warn("registering an implicit ODP memory region with access "
-			"%#x failed: %s; set REGCACHE_VERBS_ODP=off to pin "
-			"instead", IBV_ACCESS_ON_DEMAND | key, strerror(-ret));
+	if (ret)
 		return ret;
-	}
 	*out = mr;
 	return 0;
 }
@@ -132,6 +130,8 @@ static void prefetch(struct rc_verbs *v, struct ibv_mr *mr, uintptr_t addr,
 			? IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE
 			: IBV_ADVISE_MR_ADVICE_PREFETCH;
 
+	if (rc_load_relaxed(&v->no_prefetch))
+		return;
 	while (len) {
 		uint32_t n = 0;
 		int ret;
@@ -147,6 +147,13 @@ static void prefetch(struct rc_verbs *v, struct ibv_mr *mr, uintptr_t addr,
 			len -= chunk;
 		}
 		ret = ibv_advise_mr(v->pd, advice, 0, sg, n);
+		if (ret == EOPNOTSUPP) {
+			/* The provider has no advise_mr: stop asking. */
+			rc_store_relaxed(&v->no_prefetch, true);
+			rc_info("ibv_advise_mr is not supported by this device: "
+				"no prefetch, the device faults pages in");
+			return;
+		}
 		if (ret) {
 			rc_debug("ibv_advise_mr prefetch of %u pieces failed: "
 				 "%s; the device will fault the pages in",
@@ -178,8 +185,12 @@ static int odp_reg(struct rc_verbs *v, void *addr, size_t len,
 	 * number of implicit MRs: every region gets it. */
 	ret = implicit_mr(v, (access | IBV_ACCESS_LOCAL_WRITE) &
 				     RC_VERBS_ODP_KEY_BITS, &mr);
-	if (ret)
+	if (ret) {
+		rc_warn("registering an implicit ODP memory region with access "
+			"%#x failed: %s; set REGCACHE_VERBS_ODP=off to register "
+			"pinned", IBV_ACCESS_ON_DEMAND | access, strerror(-ret));
 		return ret;
+	}
 	prefetch(v, mr, (uintptr_t)addr, len, access);
 	*handle = mr;
 	return 0;
@@ -238,8 +249,13 @@ static bool odp_usable(struct rc_verbs *v)
 	}
 	v->odp_atomic = !!(attr.odp_caps.per_transport_caps.rc_odp_caps &
 			   IBV_ODP_SUPPORT_ATOMIC);
-	if (implicit_mr(v, IBV_ACCESS_LOCAL_WRITE, &mr))
+	ret = implicit_mr(v, IBV_ACCESS_LOCAL_WRITE, &mr);
+	if (ret) {
+		rc_warn("the device reports implicit ODP, but registering the "
+			"implicit memory region failed: %s; registering pinned",
+			strerror(-ret));
 		return false;
+	}
 	return true;
 }
 
