@@ -26,7 +26,8 @@
  * longer back the buffer (or, after mremap, into another live buffer).
  *
  * Exit status: 0 if no regcache mode corrupted anything, 1 if one did,
- * 2 for bad usage or a mode that could not run at all.
+ * 2 for bad usage, a regcache mode that could not run, or registrations
+ * that failed (e.g. RLIMIT_MEMLOCK too low).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -36,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1066,6 +1068,7 @@ int main(int argc, char **argv)
 	bool ran[NMODES] = { 0 }, runnable[NMODES] = { 0 };
 	char machine[256], a[32], b[32];
 	int c, status = 0;
+	bool failures = false;
 
 	while ((c = getopt_long(argc, argv, "n:s:m:r:vh", lopts, NULL)) != -1) {
 		switch (c) {
@@ -1108,6 +1111,20 @@ int main(int argc, char **argv)
 	}
 	opt.progress = isatty(STDERR_FILENO);
 	machine_info(machine, sizeof(machine));
+	{
+		struct rlimit rl;
+		size_t need = 0;
+
+		for (unsigned i = 0; i < opt.long_slots; i++)
+			need += opt.sizes[opt.nsizes - 1 - i % opt.nsizes];
+		if (geteuid() && !getrlimit(RLIMIT_MEMLOCK, &rl) &&
+		    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need * 2)
+			fprintf(stderr, "warning: RLIMIT_MEMLOCK is %llu KiB; "
+				"pinning these buffers needs more, so some "
+				"registrations will fail\n  (run as root, raise "
+				"`ulimit -l`, or use smaller --sizes)\n",
+				(unsigned long long)rl.rlim_cur >> 10);
+	}
 
 	printf("regcache-demo: %lu messages per mode into %u long-lived and %u "
 	       "short-lived buffers\n", opt.iterations, opt.long_slots,
@@ -1219,9 +1236,12 @@ int main(int argc, char **argv)
 			printf("  (%lu I/O errors, %lu failed gets)",
 			       r->io_errors, r->get_errors);
 		putchar('\n');
-		if (modes[i].kind == K_REGCACHE &&
-		    (r->corrupt || r->io_errors || r->get_errors))
+		if (modes[i].kind == K_REGCACHE && r->corrupt)
 			status = 1;
+		else if (modes[i].kind == K_REGCACHE &&
+			 (r->io_errors || r->get_errors) && !status)
+			status = 3;
+		failures |= r->io_errors || r->get_errors;
 	}
 
 	print_ratios(res, ran);
@@ -1247,8 +1267,14 @@ int main(int argc, char **argv)
 			       (unsigned long long)st->merges);
 		}
 	}
+	if (failures)
+		printf("\nSome gets or DMAs failed (see the first error above); "
+		       "registrations of large\nbuffers fail when "
+		       "RLIMIT_MEMLOCK is low: run as root, raise `ulimit -l`, "
+		       "or\nuse smaller --sizes.\n");
 	printf("\n%s\n", status == 1 ? "FAILED: regcache corrupted data" :
+		status == 3 ? "FAILED: regcache could not register some buffers" :
 		status ? "FAILED: a regcache mode could not run" :
 		"regcache: zero corrupted messages.");
-	return status;
+	return status == 3 ? 2 : status;
 }
