@@ -73,6 +73,13 @@ static void emit(const char *key, const char *who, double value,
 		_exit(3);
 }
 
+/* A child cannot measure what it was asked to: say why and give up. */
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "regcache-bench: %s: %s\n", what, strerror(err));
+	_exit(2);
+}
+
 static long scaled(long n)
 {
 	long v = (long)(n * opt.scale);
@@ -174,7 +181,7 @@ static void bcache_flush(struct bcache *c)
 	if (c->ucx) {
 		ucx_cache_destroy(c->uc);
 		if (ucx_cache_create(c->dev, c->max_regions, true, &c->uc))
-			_exit(2);
+			die("recreating the UCX cache", EIO);
 	} else {
 		regcache_flush(c->rc);
 	}
@@ -207,8 +214,10 @@ static double hit_loop(struct bcache *c, char *base, int nbuf, long stride,
 
 	t0 = now_ns();
 	for (long k = 0; k < n; k++) {
-		if (__builtin_expect(bget(c, base + i * step, page, &r), 0))
-			_exit(2);
+		int ret = bget(c, base + i * step, page, &r);
+
+		if (__builtin_expect(ret, 0))
+			die("get in a hit loop", -ret);
 		bput(c, r);
 		if (++i == nbuf)
 			i = 0;
@@ -385,8 +394,21 @@ static double miss_overhead(struct bcache *c, struct dev *d, int nbuf,
 		double t0 = now_ns();
 
 		for (int i = 0; i < nbuf; i++) {
-			if (dev_reg(d, area + (size_t)i * 2 * page, page, &h[i]))
-				_exit(2);
+			int ret = dev_reg(d, area + (size_t)i * 2 * page, page,
+					  &h[i]);
+
+			if (ret) {
+				/* Typically RLIMIT_MEMLOCK: no figure. */
+				fprintf(stderr, "regcache-bench: registering %d "
+					"pages failed at %d: %s; no miss figure "
+					"for this device\n", nbuf, i,
+					strerror(-ret));
+				while (i--)
+					dev_dereg(d, h[i]);
+				munmap(area, (size_t)nbuf * 2 * page);
+				free(h);
+				return NAN;
+			}
 		}
 		for (int i = 0; i < nbuf; i++)
 			dev_dereg(d, h[i]);
@@ -414,14 +436,17 @@ static void group_miss(bool ucx, const char *who, unsigned flags)
 	pin_cpu(0);
 	bcache_create(&c, ucx, &null_dev, 1 << 16, flags);
 	v = miss_overhead(&c, &null_dev, (int)scaled(10000), &reg_ns);
-	emit("miss_null", who, v, "ns");
+	if (!isnan(v))
+		emit("miss_null", who, v, "ns");
 	bcache_destroy(&c);
 	if (!have_ring_dev)
 		return;
 	bcache_create(&c, ucx, &ring_dev, 1 << 16, flags);
 	v = miss_overhead(&c, &ring_dev, 4000, &reg_ns);
-	emit("miss_uring4k", who, v, "ns");
-	emit("reg_uring4k", who, reg_ns, "ns");
+	if (!isnan(v)) {
+		emit("miss_uring4k", who, v, "ns");
+		emit("reg_uring4k", who, reg_ns, "ns");
+	}
 	bcache_destroy(&c);
 }
 
@@ -554,7 +579,8 @@ static void group_monitor(const char *who)
 
 		bcache_create(&c, ucx, &ring_dev, 1 << 16, 0);
 		v = miss_overhead(&c, &ring_dev, 4000, &reg_ns);
-		emit("mon_miss_uring4k", who, v, "ns");
+		if (!isnan(v))
+			emit("mon_miss_uring4k", who, v, "ns");
 		bcache_destroy(&c);
 	}
 }
@@ -612,6 +638,7 @@ static const char *run_group(enum group g, const char *who)
 		return "fork failed";
 	if (pid == 0) {
 		bool ucx = !strcmp(who, "ucx");
+		int ret;
 
 		close(fds[0]);
 		out_fd = fds[1];
@@ -622,8 +649,8 @@ static const char *run_group(enum group g, const char *who)
 		       g == G_MONITOR && !ucx ? who : "none", 1);
 		if (g == G_MONITOR)
 			setenv("REGCACHE_LOG", "error", 0);
-		if (dev_init(&null_dev, true))
-			_exit(2);
+		if ((ret = dev_init(&null_dev, true)))
+			die("io_uring_queue_init", -ret);
 		have_ring_dev = dev_init(&ring_dev, false) == 0;
 		switch (g) {
 		case G_HITS: group_hits(ucx, who); break;
