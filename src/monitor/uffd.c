@@ -102,7 +102,8 @@ static struct uffd_backend {
 	char *sentinel;		/* one registered page, probed by validate */
 
 	/* Written by the monitor thread only. */
-	_Atomic uint64_t busy;		/* 1 from before read() to published */
+	_Atomic uint64_t gen;		/* the hit path's word; odd from
+					   before read() until published */
 	_Atomic uint64_t map_gen;	/* UNMAP/REMAP events read so far */
 	_Atomic uint64_t events;	/* every message read (statistics) */
 
@@ -204,37 +205,49 @@ static void publish_deferred(struct rc_monitor *mon, struct deferred *d)
 	d->overflow = false;
 }
 
-/* Read every queued message. busy brackets the read: a message read is an
- * unmapping thread woken, which may let ->validate() see no event in flight
- * before we have published it; validate then waits for busy == 0. */
-static bool drain(struct rc_monitor *mon, struct deferred *d)
+/* Read every queued message. The generation brackets the read: it turns
+ * odd before read() can complete an event (which wakes the unmapping
+ * thread) and even once the ranges are published. So the unmapping thread
+ * itself always sees it moved when its call returns, and ->validate() and
+ * ->pull() wait for an even value before trusting the queue. */
+static void batch_begin(void)
+{
+	/* seq_cst: visible to every thread before read() completes any
+	 * event, which is before the unmapper can return or drop
+	 * mmap_changing. */
+	atomic_fetch_add_explicit(&uf.gen, 1, memory_order_seq_cst);
+}
+
+static void batch_end(void)
+{
+	/* Release: the published ranges before the even value. Pairs with
+	 * the acquire in rc_monitor_current() and in uffd_pull(). */
+	atomic_fetch_add_explicit(&uf.gen, 1, memory_order_release);
+}
+
+static void drain(struct rc_monitor *mon, struct deferred *d)
 {
 	struct uffd_msg msgs[RC_UFFD_BATCH];
-	bool any = false;
 
 	for (;;) {
 		ssize_t n;
 
-		/* seq_cst: visible before read() completes any event, which
-		 * is before the unmapper can drop mmap_changing. */
-		atomic_store_explicit(&uf.busy, 1, memory_order_seq_cst);
+		batch_begin();
 		n = read(uf.fd, msgs, sizeof(msgs));
 		if (n < 0) {
-			rc_store_release(&uf.busy, 0);
+			batch_end();
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN)
 				rc_debug("read(userfaultfd): %s", strerror(errno));
-			return any;
+			return;
 		}
 		for (size_t i = 0; i < (size_t)n / sizeof(msgs[0]); i++)
 			publish_msg(mon, &msgs[i], d);
 		rc_fetch_add_relaxed(&uf.events, (size_t)n / sizeof(msgs[0]));
-		/* Release: the published ranges before busy drops. */
-		rc_store_release(&uf.busy, 0);
-		any = true;
+		batch_end();
 		if ((size_t)n < sizeof(msgs))
-			return any;
+			return;
 	}
 }
 
@@ -267,7 +280,9 @@ static void *monitor_thread(void *arg)
 			continue;
 		}
 		if (ret == 0) {
+			batch_begin();
 			publish_deferred(mon, &d);
+			batch_end();
 			continue;
 		}
 		if (p[0].revents & (POLLIN | POLLERR))
@@ -276,7 +291,9 @@ static void *monitor_thread(void *arg)
 			/* stop(): everything is unregistered and no event is
 			 * in flight; read what is left and go. */
 			drain(mon, &d);
+			batch_begin();
 			publish_deferred(mon, &d);
+			batch_end();
 			return NULL;
 		}
 	}
@@ -696,8 +713,9 @@ static void uffd_unwatch(struct rc_monitor *mon, uintptr_t start,
  * while it is raised; on the sentinel page it is otherwise a no-op that
  * touches nothing (no page, no VMA of the region), so its cost does not
  * depend on the region's size. A zero answer proves that every change
- * that began before it was read; busy == 0 afterwards proves it was also
- * published, and the cache re-checks its generation after this returns.
+ * that began before it was read; an even generation afterwards proves it
+ * was also published, and the cache re-checks its generation after this
+ * returns (cache.c:probe_hit).
  */
 static int uffd_validate(struct rc_monitor *mon, uintptr_t start,
 			 uintptr_t end)
@@ -710,10 +728,10 @@ static int uffd_validate(struct rc_monitor *mon, uintptr_t start,
 	(void)mon, (void)start, (void)end;
 	for (int i = 0; i < RC_UFFD_VALIDATE_SPINS; i++) {
 		if (ioctl(uf.fd, UFFDIO_WRITEPROTECT, &wp) == 0) {
-			/* Pairs with the seq_cst store of busy in drain():
-			 * the read that let mmap_changing drop came after it. */
-			if (!atomic_load_explicit(&uf.busy,
-						  memory_order_seq_cst))
+			/* Pairs with batch_begin(): the read that let
+			 * mmap_changing drop came after it. */
+			if (!(atomic_load_explicit(&uf.gen,
+						   memory_order_seq_cst) & 1))
 				return 0;
 		} else if (errno != EAGAIN) {
 			return -errno;
@@ -724,6 +742,19 @@ static int uffd_validate(struct rc_monitor *mon, uintptr_t start,
 		sched_yield();
 	}
 	return -EAGAIN;
+}
+
+/*
+ * Called by a cache's sync (monitor lock and cache lock held) after it read
+ * the generation: the queue is complete up to that generation once the
+ * thread has finished the batch it may be in. The thread takes no lock and
+ * never blocks inside a batch, so this wait is short and cannot deadlock.
+ */
+static void uffd_pull(struct rc_monitor *mon)
+{
+	(void)mon;
+	while (rc_load_acquire(&uf.gen) & 1)
+		sched_yield();
 }
 
 static void close_fds(void)
@@ -871,7 +902,7 @@ static int uffd_start(struct rc_monitor *mon)
 		goto fail;
 	}
 
-	atomic_store_explicit(&uf.busy, 0, memory_order_relaxed);
+	atomic_store_explicit(&uf.gen, 0, memory_order_relaxed);
 	atomic_store_explicit(&uf.map_gen, 1, memory_order_relaxed);
 	uf.unreg_gen = 0;
 	/* Signals go to the application's threads, never to ours. */
@@ -895,6 +926,8 @@ static int uffd_start(struct rc_monitor *mon)
 		.needs_thread = true,
 	};
 	mon->backend = &uf;
+	/* From here the hit path reads our word (see drain()). */
+	mon->gen = &uf.gen;
 	return 0;
 fail:
 	if (uf.sentinel) {
@@ -940,7 +973,6 @@ static void uffd_stop(struct rc_monitor *mon)
 	struct uffdio_range sr = { (uintptr_t)uf.sentinel, uf.page };
 	uint64_t one = 1;
 
-	(void)mon;
 	/* The thread keeps reading while we unregister, so threads that
 	 * are unmapping now never wait for a reader that is gone. */
 	pthread_mutex_lock(&uf.lock);
@@ -962,6 +994,7 @@ static void uffd_stop(struct rc_monitor *mon)
 	}
 	munmap(uf.sentinel, uf.page);
 	uf.sentinel = NULL;
+	mon->gen = &mon->queue_head;
 	rc_debug("userfaultfd monitor stopped after %llu events",
 		 (unsigned long long)rc_load_relaxed(&uf.events));
 	close_fds();
@@ -973,7 +1006,9 @@ static void uffd_stop(struct rc_monitor *mon)
  * the inherited fd (unregister, read) would act on the parent's context. */
 static void uffd_forked(struct rc_monitor *mon)
 {
-	(void)mon;
+	/* Another thread of the child may still read uf.gen: it is static
+	 * memory, so leaving it behind is harmless. */
+	mon->gen = &mon->queue_head;
 	close_fds();
 	if (uf.sentinel)
 		munmap(uf.sentinel, uf.page);	/* the child's copy */
@@ -987,6 +1022,7 @@ const struct rc_monitor_ops rc_monitor_uffd_ops = {
 	.start = uffd_start,
 	.watch = uffd_watch,
 	.unwatch = uffd_unwatch,
+	.pull = uffd_pull,
 	.validate = uffd_validate,
 	.forked = uffd_forked,
 	.stop = uffd_stop,

@@ -1,0 +1,141 @@
+/*
+ * Description: userfaultfd monitor, numbers (not a pass/fail property):
+ * added latency of munmap and madvise(MADV_DONTNEED) of one page on
+ * monitored memory (its VMA registered) against unmonitored memory, and the
+ * cost of a hit (get + put) with the hit probe against
+ * REGCACHE_FLAG_NO_HIT_PROBE, as medians. Argument: a scale (1 = quick,
+ * as CTest runs it; 10 for the numbers in docs/monitor-userfaultfd.md).
+ */
+#include <time.h>
+
+#include "uffd_helpers.h"
+
+#define PAGE 4096
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp);
+	return v[n / 2];
+}
+
+/* munmap of the second page of a 2-page mapping, whose VMA the cache
+ * registered (monitored) or not. */
+static double munmap_ns(struct regcache *c, bool monitored, int reps)
+{
+	double *t = calloc(reps, sizeof(*t)), m;
+
+	for (int i = 0; i < reps; i++) {
+		char *p = t_map(2 * PAGE);
+		struct regcache_region *r;
+		double t0;
+
+		memset(p, 1, 2 * PAGE);
+		if (monitored) {
+			T_REQUIRE(regcache_get(c, p, PAGE, 0, &r) == 0);
+			regcache_put(c, r);
+		}
+		t0 = now_ns();
+		munmap(p + PAGE, PAGE);
+		t[i] = now_ns() - t0;
+		munmap(p, PAGE);
+	}
+	m = median(t, reps);
+	free(t);
+	return m;
+}
+
+static double madvise_ns(struct regcache *c, bool monitored, int reps)
+{
+	double *t = calloc(reps, sizeof(*t)), m;
+	char *p = t_map((size_t)(reps + 1) * PAGE);
+	struct regcache_region *r;
+
+	if (monitored) {
+		T_REQUIRE(regcache_get(c, p, PAGE, 0, &r) == 0);
+		regcache_put(c, r);
+	}
+	for (int i = 1; i <= reps; i++) {
+		double t0;
+
+		p[(size_t)i * PAGE] = 1;
+		t0 = now_ns();
+		madvise(p + (size_t)i * PAGE, PAGE, MADV_DONTNEED);
+		t[i - 1] = now_ns() - t0;
+	}
+	munmap(p, (size_t)(reps + 1) * PAGE);
+	m = median(t, reps);
+	free(t);
+	return m;
+}
+
+static double hit_ns(struct regcache *c, char *buf, int batches, int per)
+{
+	double *t = calloc(batches, sizeof(*t)), m;
+	struct regcache_region *r;
+
+	T_REQUIRE(regcache_get(c, buf, 65536, 0, &r) == 0);
+	regcache_put(c, r);
+	for (int b = 0; b < batches; b++) {
+		double t0 = now_ns();
+
+		for (int i = 0; i < per; i++) {
+			T_REQUIRE(regcache_get(c, buf, 65536, 0, &r) == 0);
+			regcache_put(c, r);
+		}
+		t[b] = (now_ns() - t0) / per;
+	}
+	m = median(t, batches);
+	free(t);
+	return m;
+}
+
+int main(int argc, char **argv)
+{
+	int scale = argc > 1 ? atoi(argv[1]) : 10;
+	struct io_uring ring, ring2;
+	struct regcache *c, *c2;
+	struct regcache_stats st;
+	char *buf = t_map(65536);
+	int reps = 200 * scale;
+
+	t_uffd_env();
+	t_ring_init(&ring);
+	t_ring_init(&ring2);
+	c = t_uring_cache(&ring, 0, 0, 0);
+	c2 = t_uring_cache(&ring2, REGCACHE_FLAG_NO_HIT_PROBE, 0, 0);
+	t_uffd_require();
+	memset(buf, 1, 65536);
+
+	printf("munmap 1 page:          unmonitored %7.0f ns, monitored %7.0f "
+	       "ns (median of %d)\n", munmap_ns(c, false, reps),
+	       munmap_ns(c, true, reps), reps);
+	printf("madvise DONTNEED 1 page: unmonitored %7.0f ns, monitored %7.0f "
+	       "ns (median of %d)\n", madvise_ns(c, false, reps),
+	       madvise_ns(c, true, reps), reps);
+	printf("hit (get + put):        probe %6.1f ns, NO_HIT_PROBE %6.1f ns "
+	       "(median of %d batches of %d)\n",
+	       hit_ns(c, buf, 11 * scale, 20000),
+	       hit_ns(c2, buf, 11 * scale, 20000), 11 * scale, 20000);
+	regcache_get_stats(c, &st);
+	T_CHECK(st.hits > 0);
+	regcache_destroy(c2);
+	regcache_destroy(c);
+	io_uring_queue_exit(&ring);
+	io_uring_queue_exit(&ring2);
+	return t_exit_status();
+}
