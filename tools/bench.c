@@ -2,9 +2,10 @@
 /*
  * regcache-bench: regcache against UCX's ucs_rcache, in the same run.
  *
- * Every figure is the median of --reps repeated runs. Each group of figures
- * runs in its own child process, because UCX's hooks and regcache's monitor
- * are process-wide and the monitor is chosen once per process:
+ * Every figure is the median over --reps rounds. In a round, each group of
+ * figures runs once per cache or monitor, each in its own child process,
+ * because UCX's hooks and regcache's monitor are process-wide and the
+ * monitor is chosen once per process:
  *   hits     get+put hit cost, 1 and 2 threads, same buffer and 1000
  *            distinct buffers (null device: only the cache is measured)
  *   scale    hit cost on a hot set of 1000 buffers while 1000 and while
