@@ -18,6 +18,11 @@ if(REGCACHE_WITH_VERBS)
       ENV REGCACHE_MONITOR=none)
     set_target_properties(${t} PROPERTIES ENABLE_EXPORTS ON)
   endforeach()
+  # Numbers only (no timing assertions): ctest -V -R verbs_bench
+  regcache_add_test(NAME verbs_bench SOURCES verbs_bench.c verbs_fake.c
+    LABELS verbs bench)
+  set_target_properties(verbs_bench PROPERTIES ENABLE_EXPORTS ON)
+
   # The ODP selection must not depend on the machine's monitor either.
   add_test(NAME verbs_odp_default_monitor COMMAND verbs_odp)
   set_tests_properties(verbs_odp_default_monitor PROPERTIES
