@@ -243,6 +243,14 @@ void machine_info(char *buf, size_t len)
 	if (f)
 		fclose(f);
 	uname(&u);
-	snprintf(buf, len, "%ld CPUs, %s, Linux %s", sysconf(_SC_NPROCESSORS_ONLN),
-		 model, u.release);
+	/* The load average says how much else ran on the machine: on a
+	 * shared box it explains most of the run-to-run noise. */
+	f = fopen("/proc/loadavg", "r");
+	if (!f || !fgets(line, sizeof(line), f))
+		snprintf(line, sizeof(line), "?");
+	if (f)
+		fclose(f);
+	line[strcspn(line, " ")] = 0;
+	snprintf(buf, len, "%ld CPUs, %s, Linux %s, load %s",
+		 sysconf(_SC_NPROCESSORS_ONLN), model, u.release, line);
 }
