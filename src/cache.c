@@ -91,8 +91,9 @@ static void invalidate_cb(void *arg, uintptr_t start, uintptr_t end)
 
 static void update_monitor_caps(struct regcache *c)
 {
-	c->never_cache = !rc_monitor_can_cache() && !c->explicit_invalidate;
-	c->probe_hits = rc_monitor_validates_hits() &&
+	c->never_cache = !rc_monitor_can_cache() && !c->explicit_invalidate &&
+			 !c->stable;
+	c->probe_hits = !c->stable && rc_monitor_validates_hits() &&
 			!(c->flags & REGCACHE_FLAG_NO_HIT_PROBE);
 }
 
@@ -340,7 +341,7 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 		struct rc_region *r, *nr;
 		uintptr_t ustart = pstart, uend = pend;
 		unsigned uaccess = access;
-		bool watched, indexed = false, retry_alone = false;
+		bool watched, unwatchable, indexed = false, retry_alone = false;
 		void *handle;
 		int ret;
 
@@ -380,8 +381,9 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 			pthread_mutex_unlock(&c->lock);
 			return -ENOMEM;
 		}
-		watched = rc_monitor_watch(ustart, uend) == 0;
-		if (watched || c->explicit_invalidate)
+		watched = !c->stable && rc_monitor_watch(ustart, uend) == 0;
+		unwatchable = !watched && !c->explicit_invalidate && !c->stable;
+		if (!unwatchable)
 			ret = reg_evicting(c, ustart, uend, uaccess, &handle);
 		else
 			ret = -EOPNOTSUPP;
@@ -405,7 +407,7 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 				attempt--;
 				continue;
 			}
-			if (ret == -EOPNOTSUPP)
+			if (unwatchable)
 				/* The monitor cannot watch this memory. */
 				return get_passthrough(c, pstart, pend, access,
 						       out);
@@ -606,6 +608,7 @@ int rc_cache_create(const struct regcache_params *params,
 	c->flags = params->flags;
 	c->explicit_invalidate =
 		!!(params->flags & REGCACHE_FLAG_EXPLICIT_INVALIDATE);
+	c->stable = !!(params->flags & RC_CACHE_FLAG_STABLE);
 	c->max_regions = params->max_regions ? params->max_regions
 					     : env_size("REGCACHE_MAX_REGIONS");
 	if (!c->max_regions)
@@ -613,7 +616,7 @@ int rc_cache_create(const struct regcache_params *params,
 	c->max_bytes = params->max_bytes ? params->max_bytes
 					 : env_size("REGCACHE_MAX_BYTES");
 	if (!c->max_bytes)
-		c->max_bytes = default_max_bytes();
+		c->max_bytes = c->stable ? SIZE_MAX : default_max_bytes();
 	pthread_mutex_init(&c->lock, NULL);
 	TAILQ_INIT(&c->dead_list);
 	TAILQ_INIT(&c->passthrough);

@@ -125,6 +125,7 @@ struct regcache {
 	bool never_cache;
 	bool explicit_invalidate;
 	bool biased;			/* membarrier() works: owners count plainly */
+	bool stable;			/* RC_CACHE_FLAG_STABLE */
 
 	struct regcache_ops ops;
 	void *ctx;
@@ -263,6 +264,11 @@ rc_hidden void rc_evict_over_limits_locked(struct regcache *c,
 rc_hidden size_t rc_evict_idle_locked(struct regcache *c, size_t want_bytes,
 				      size_t want_regions,
 				      struct rc_kill_batch *batch);
+
+/* Internal creation flag (rc_cache_create only): the registrar's registrations
+ * follow the page tables (implicit ODP), so they can never go stale: cache
+ * under any monitor, never watch, never probe, no byte limit by default. */
+#define RC_CACHE_FLAG_STABLE (1u << 31)
 
 /* cache.c */
 rc_hidden void rc_cache_sync_locked(struct regcache *c,

@@ -377,24 +377,20 @@ int regcache_verbs_create(struct ibv_pd *pd,
 		v->odp = odp_usable(v);
 
 	p.flags &= ~odp_flags;
-	if (v->odp)
-		/* An ODP registration follows the page tables, so it is
-		 * never stale: cache it whatever the monitor (the promise of
-		 * EXPLICIT_INVALIDATE holds trivially), and no hit needs the
-		 * userfaultfd probe. */
-		p.flags |= REGCACHE_FLAG_EXPLICIT_INVALIDATE |
-			   REGCACHE_FLAG_NO_HIT_PROBE;
 	p.ops = &verbs_ops;
 	p.ctx = v;
-	ret = regcache_create(&p, cache);
+	if (v->odp && (p.flags & ~(REGCACHE_FLAG_EXPLICIT_INVALIDATE |
+				   REGCACHE_FLAG_NO_HIT_PROBE)))
+		ret = -EINVAL;
+	else if (v->odp) {
+		p.flags |= RC_CACHE_FLAG_STABLE;
+		ret = rc_cache_create(&p, cache);
+	} else
+		ret = regcache_create(&p, cache);
 	if (ret) {
 		verbs_destroy(v);
 		return ret;
 	}
-	/* Nothing is pinned in ODP mode, so the RLIMIT_MEMLOCK-derived byte
-	 * limit means nothing; an explicit one is still honoured. */
-	if (v->odp && !p.max_bytes && !getenv("REGCACHE_MAX_BYTES"))
-		(*cache)->max_bytes = SIZE_MAX;
 	(*cache)->registrar_priv = v;
 	(*cache)->registrar_destroy = verbs_destroy;
 	rc_info("verbs cache %p: %s", (void *)*cache,
