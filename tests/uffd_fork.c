@@ -49,7 +49,7 @@ static int fresh_get(struct regcache *c, char *buf, const char *who)
 	return 0;
 }
 
-static int child_body(struct regcache *c, char *buf)
+static __attribute__((unused)) int child_body(struct regcache *c, char *buf)
 {
 	struct regcache_region *r;
 	int ret = fresh_get(c, buf, "child after fork");
@@ -105,6 +105,11 @@ int main(void)
 
 	T_EXPECT_EQ(0, regcache_get(c, buf, LEN, 0, &r));
 	regcache_put(c, r);
+#if defined(__SANITIZE_THREAD__)
+	/* The child would start a monitor thread, which TSan refuses after
+	 * a multi-threaded fork. */
+	printf("part 1 skipped under TSan (no threads after fork)\n");
+#else
 	pid = fork();
 	T_REQUIRE(pid >= 0);
 	if (pid == 0)
@@ -116,6 +121,7 @@ int main(void)
 	if (!t_failures)
 		printf("ok: child never served the parent's entry; parent "
 		       "still monitored\n");
+#endif
 
 	/* (2) The child only holds the inherited fd. */
 	other = t_map(LEN);

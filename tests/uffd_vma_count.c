@@ -14,6 +14,7 @@
 #define SLACK 8
 
 static char *bufs[2 * N];
+static char *arena;
 
 int main(void)
 {
@@ -27,12 +28,18 @@ int main(void)
 	c = t_uring_cache(&ring, 0, 2 * N, 0);
 	t_uffd_require();
 
+#ifdef REGCACHE_SANITIZE
+	/* Sanitizer allocators map and unmap their own metadata as they go:
+	 * carve the buffers from one mapping, a heap of our own, instead. */
+	arena = t_map((size_t)2 * N * SZ);
+#endif
 	for (int i = 0; i < 2 * N; i++) {
-		bufs[i] = malloc(SZ);
+		bufs[i] = arena ? arena + (size_t)i * SZ : malloc(SZ);
 		T_REQUIRE(bufs[i]);
 		memset(bufs[i], 1, SZ);
 	}
 	before = t_vma_count();
+
 	for (int i = 0; i < 2 * N; i += 2) {
 		T_REQUIRE(regcache_get(c, bufs[i], SZ, 0, &r) == 0);
 		if (i % 500 == 0)
@@ -40,6 +47,7 @@ int main(void)
 		regcache_put(c, r);
 	}
 	after = t_vma_count();
+
 	{
 		struct regcache_stats st;
 
@@ -51,11 +59,19 @@ int main(void)
 		T_CHECK(st.regions >= N / 2);
 		T_EXPECT_EQ(0, st.uncached);
 	}
-	T_CHECK(after - before <= SLACK);
 	regcache_destroy(c);
 	destroyed = t_vma_count();
 	printf("after destroy: %ld lines\n", destroyed);
+#ifdef REGCACHE_SANITIZE
+	/* The sanitizer allocators carve the library's own mallocs (region
+	 * slabs, the watch table) out of reserved PROT_NONE space, one new
+	 * VMA per size class (seen in the maps diff), and TSan maps shadow as
+	 * the program runs: the count says nothing about us here. */
+	printf("VMA count not checked under sanitizers\n");
+#else
+	T_CHECK(after - before <= SLACK);
 	T_CHECK(destroyed - before <= SLACK);
+#endif
 
 	{
 		/* Control: partial registrations split the VMA. */
@@ -78,7 +94,7 @@ int main(void)
 		T_CHECK(t_vma_count() - v0 >= 32);
 		close(fd);
 	}
-	for (int i = 0; i < 2 * N; i++)
+	for (int i = 0; i < 2 * N && !arena; i++)
 		free(bufs[i]);
 	io_uring_queue_exit(&ring);
 	return t_exit_status();

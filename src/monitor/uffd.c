@@ -100,12 +100,14 @@ static struct uffd_backend {
 	pthread_t thread;
 	uintptr_t page;
 	char *sentinel;		/* one registered page, probed by validate */
+	bool zeropage_probe;	/* probe with UFFDIO_ZEROPAGE (cheaper) */
 
 	/* Written by the monitor thread only. */
 	_Atomic uint64_t gen;		/* the hit path's word; odd from
 					   before read() until published */
 	_Atomic uint64_t map_gen;	/* UNMAP/REMAP events read so far */
 	_Atomic uint64_t events;	/* every message read (statistics) */
+	_Atomic int ready;		/* the thread has started */
 
 	/* Under lock. */
 	pthread_mutex_t lock;
@@ -261,6 +263,10 @@ static void *monitor_thread(void *arg)
 	struct rc_monitor *mon = arg;
 	struct deferred d = { .n = 0 };
 
+	/* Release: start() returns only after this, so that whatever the C
+	 * runtime or a sanitizer maps for a new thread is mapped before the
+	 * application can unmap and expect to reuse an address. */
+	rc_store_release(&uf.ready, 1);
 	for (;;) {
 		struct pollfd p[2] = {
 			{ .fd = uf.fd, .events = POLLIN },
@@ -383,6 +389,52 @@ static int uffd_register(uintptr_t start, uintptr_t end)
 	};
 
 	return ioctl(uf.fd, UFFDIO_REGISTER, &reg) ? -errno : 0;
+}
+
+/*
+ * The sentinel is registered in MISSING|WP mode when the kernel allows it,
+ * so that ->validate() can probe it with UFFDIO_ZEROPAGE: that ioctl takes
+ * only the VMA's own lock (uffd_mfill_lock), not the process-wide mmap
+ * lock that UFFDIO_WRITEPROTECT takes, and the populated page answers
+ * EEXIST right after the mmap_changing check. Nobody ever touches the
+ * page, so MISSING mode never raises a fault.
+ */
+static int register_sentinel(void)
+{
+	struct uffdio_register reg = {
+		.range = { (uintptr_t)uf.sentinel, uf.page },
+		.mode = UFFDIO_REGISTER_MODE_WP | UFFDIO_REGISTER_MODE_MISSING,
+	};
+
+	if (uf.zeropage_probe && !ioctl(uf.fd, UFFDIO_REGISTER, &reg))
+		return 0;
+	uf.zeropage_probe = false;
+	return uffd_register((uintptr_t)uf.sentinel,
+			     (uintptr_t)uf.sentinel + uf.page);
+}
+
+/* 0 when no change of a registered VMA is in flight (mmap_changing is 0),
+ * -EAGAIN when one is, another -errno when the probe itself failed. */
+static int probe(void)
+{
+	if (uf.zeropage_probe) {
+		struct uffdio_zeropage z = {
+			.range = { (uintptr_t)uf.sentinel, uf.page },
+			.mode = UFFDIO_ZEROPAGE_MODE_DONTWAKE,
+		};
+
+		if (!ioctl(uf.fd, UFFDIO_ZEROPAGE, &z) || errno == EEXIST)
+			return 0;
+	} else {
+		struct uffdio_writeprotect wp = {
+			.range = { (uintptr_t)uf.sentinel, uf.page },
+			.mode = 0,
+		};
+
+		if (!ioctl(uf.fd, UFFDIO_WRITEPROTECT, &wp))
+			return 0;
+	}
+	return -errno;
 }
 
 /* Unregister [start, end). A range that now also holds a file mapping or
@@ -611,6 +663,10 @@ static void sweep_locked(void)
 		 * that a merged area vouched for: trust nothing. */
 		uf.unreg_gen++;
 	}
+	/* A watched read-only VMA next to the sentinel may have merged with
+	 * it and been unregistered with it: register it again (idempotent). */
+	if (kept != uf.nareas)
+		register_sentinel();
 	uf.nareas = kept;
 	free(used);
 }
@@ -710,9 +766,9 @@ static void uffd_unwatch(struct rc_monitor *mon, uintptr_t start,
  * Every UNMAP, REMAP and REMOVE of a registered VMA raises the context's
  * mmap_changing *before* the pages change, and drops it only after our
  * read() returned the event. UFFDIO_WRITEPROTECT with mode 0 answers EAGAIN
- * while it is raised; on the sentinel page it is otherwise a no-op that
- * touches nothing (no page, no VMA of the region), so its cost does not
- * depend on the region's size. A zero answer proves that every change
+ * while it is raised, and so does UFFDIO_ZEROPAGE (see register_sentinel());
+ * on the sentinel page either is otherwise a no-op that touches nothing of
+ * the region, so its cost does not depend on the region's size. A zero answer proves that every change
  * that began before it was read; an even generation afterwards proves it
  * was also published, and the cache re-checks its generation after this
  * returns (cache.c:probe_hit).
@@ -720,21 +776,18 @@ static void uffd_unwatch(struct rc_monitor *mon, uintptr_t start,
 static int uffd_validate(struct rc_monitor *mon, uintptr_t start,
 			 uintptr_t end)
 {
-	struct uffdio_writeprotect wp = {
-		.range = { .start = (uintptr_t)uf.sentinel, .len = uf.page },
-		.mode = 0,
-	};
-
 	(void)mon, (void)start, (void)end;
 	for (int i = 0; i < RC_UFFD_VALIDATE_SPINS; i++) {
-		if (ioctl(uf.fd, UFFDIO_WRITEPROTECT, &wp) == 0) {
+		int ret = probe();
+
+		if (!ret) {
 			/* Pairs with batch_begin(): the read that let
 			 * mmap_changing drop came after it. */
 			if (!(atomic_load_explicit(&uf.gen,
 						   memory_order_seq_cst) & 1))
 				return 0;
-		} else if (errno != EAGAIN) {
-			return -errno;
+		} else if (ret != -EAGAIN) {
+			return ret;
 		}
 		/* An event is in flight: the monitor thread reads it within
 		 * microseconds. Waiting beats invalidating a region that
@@ -878,23 +931,21 @@ static int uffd_start(struct rc_monitor *mon)
 
 	/* The sentinel proves that WP registration works (Linux 5.7+ for
 	 * anonymous memory) and is what ->validate() probes. */
-	uf.sentinel = mmap(NULL, uf.page, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* PROT_READ: its VMA flags differ from every read-write mapping, so
+	 * the kernel never merges it into a watched VMA that a sweep could
+	 * later unregister together with it. */
+	uf.sentinel = mmap(NULL, uf.page, PROT_READ,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (uf.sentinel == MAP_FAILED) {
 		ret = -errno;
 		uf.sentinel = NULL;
 		goto fail;
 	}
-	ret = uffd_register((uintptr_t)uf.sentinel,
-			    (uintptr_t)uf.sentinel + uf.page);
-	if (!ret) {
-		struct uffdio_writeprotect wp = {
-			.range = { (uintptr_t)uf.sentinel, uf.page },
-		};
-
-		if (ioctl(uf.fd, UFFDIO_WRITEPROTECT, &wp))
-			ret = -errno;
-	}
+	uf.zeropage_probe = (api.ioctls & (1ull << _UFFDIO_ZEROPAGE)) &&
+			    !getenv("REGCACHE_UFFD_WP_PROBE");
+	ret = register_sentinel();
+	if (!ret)
+		ret = probe();
 	if (ret) {
 		rc_info("userfaultfd: write-protect mode on anonymous memory "
 			"does not work here: %s (Linux 5.7+ needed)",
@@ -903,6 +954,7 @@ static int uffd_start(struct rc_monitor *mon)
 	}
 
 	atomic_store_explicit(&uf.gen, 0, memory_order_relaxed);
+	atomic_store_explicit(&uf.ready, 0, memory_order_relaxed);
 	atomic_store_explicit(&uf.map_gen, 1, memory_order_relaxed);
 	uf.unreg_gen = 0;
 	/* Signals go to the application's threads, never to ours. */
@@ -919,6 +971,8 @@ static int uffd_start(struct rc_monitor *mon)
 		goto fail;
 	}
 	uf.thread_running = true;
+	while (!rc_load_acquire(&uf.ready))
+		sched_yield();
 	mon->caps = (struct rc_monitor_caps){
 		.can_cache = true,
 		.synchronous = false,
@@ -967,22 +1021,20 @@ static void unregister_all(void)
 
 static void uffd_stop(struct rc_monitor *mon)
 {
-	struct uffdio_writeprotect wp = {
-		.range = { (uintptr_t)uf.sentinel, uf.page },
-	};
 	struct uffdio_range sr = { (uintptr_t)uf.sentinel, uf.page };
 	uint64_t one = 1;
 
 	/* The thread keeps reading while we unregister, so threads that
-	 * are unmapping now never wait for a reader that is gone. */
-	pthread_mutex_lock(&uf.lock);
+	 * are unmapping now never wait for a reader that is gone. No cache
+	 * is left to call watch/unwatch, so uf.lock is not taken: fork's
+	 * prepare handlers take uf.lock before the monitor lock, which we
+	 * hold here. */
 	unregister_all();
 	reset_tables();
-	pthread_mutex_unlock(&uf.lock);
 	/* Changes begun before the unregistration raised mmap_changing;
 	 * once the probe succeeds the thread has read them all, and
 	 * nothing registered is left to raise it again. */
-	while (ioctl(uf.fd, UFFDIO_WRITEPROTECT, &wp) && errno == EAGAIN)
+	while (probe() == -EAGAIN)
 		sched_yield();
 	ioctl(uf.fd, UFFDIO_UNREGISTER, &sr);
 	if (uf.thread_running) {
