@@ -150,9 +150,30 @@ static void atfork_child(void)
 		dup2(bb.null_fd, bb.ring_fd);
 }
 
+/* A fork while another thread is inside watch_file() would leave files_lock
+ * locked forever in the child (the owner does not exist there), and the
+ * child's first watch of a shared mapping would hang: hold it across fork.
+ * Nothing takes the monitor lock while holding files_lock, so the order
+ * against monitor.c's own prepare handler cannot deadlock. */
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&bb.files_lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&bb.files_lock);
+}
+
+static void atfork_child_unlock(void)
+{
+	pthread_mutex_unlock(&bb.files_lock);
+	atfork_child();
+}
+
 static void register_atfork(void)
 {
-	pthread_atfork(NULL, NULL, atfork_child);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child_unlock);
 }
 
 /* Release everything start() made; safe on a partial start. */
