@@ -252,12 +252,18 @@ void regcache_get_stats(const struct regcache *cache,
 /**
  * regcache_monitor_name - which monitor backend this process uses
  *
- * Return: "bpf", "userfaultfd" or "none". Before the first regcache_create()
- * this is the backend that would be chosen ("$REGCACHE_MONITOR", default
- * auto: bpf, then userfaultfd, then none), without starting it.
+ * Return: "bpf", "userfaultfd" or "none" (never NULL). While a cache exists
+ * this reads the running backend's name. With no cache, it runs the
+ * selection ("$REGCACHE_MONITOR", default auto: bpf, then userfaultfd, then
+ * none) by starting the backend and stopping it again, which takes up to
+ * ~50 ms for bpf; call it after regcache_create() to avoid that.
  * Context: thread-safe.
  */
-const char *regcache_monitor_name(void);
+const char *regcache_monitor_name(void)
+#ifdef __GNUC__
+	__attribute__((returns_nonnull))
+#endif
+	;
 
 #ifdef __cplusplus
 }
