@@ -24,8 +24,8 @@ int main(void)
 	t_ring_init(&ring);
 	c = t_uring_cache(&ring, 0, 0, 0);
 	name = regcache_monitor_name();
-	cached = !strcmp(name, "userfaultfd");
 	printf("monitor: %s\n", name);
+	cached = !strcmp(name, "userfaultfd");
 	if (!cached && strcmp(name, "none")) {
 		fprintf(stderr, "unexpected monitor \"%s\"\n", name);
 		return T_EXIT_FAIL;
