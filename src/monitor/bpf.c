@@ -125,9 +125,17 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt,
 /* In a forked child, drop our references to the parent's links, programs
  * and maps at once: otherwise a child that never calls regcache again would
  * keep the parent's programs attached (taxing every syscall) after the
- * parent stops. dup2 over each fd keeps libbpf's bookkeeping valid; the fd
+ * parent stops. dup3 over each fd keeps libbpf's bookkeeping valid; the fd
  * now names /dev/null and ->forked() closes it. A raw clone() skips this
  * handler; its references go at its exit, exec or next regcache call. */
+static void null_over(int fd)
+{
+	/* dup3, not dup2: dup2 clears FD_CLOEXEC, and a child that forks and
+	 * execs a helper would leak every one of these into it. */
+	if (fd >= 0 && fd != bb.null_fd)
+		dup3(bb.null_fd, fd, O_CLOEXEC);
+}
+
 static void atfork_child(void)
 {
 	struct bpf_program *prog;
@@ -138,16 +146,13 @@ static void atfork_child(void)
 		return;
 	links = (struct bpf_link **)&bb.skel->links;
 	for (size_t i = 0; i < sizeof(bb.skel->links) / sizeof(*links); i++)
-		if (links[i] && bpf_link__fd(links[i]) >= 0)
-			dup2(bb.null_fd, bpf_link__fd(links[i]));
+		if (links[i])
+			null_over(bpf_link__fd(links[i]));
 	bpf_object__for_each_program(prog, bb.skel->obj)
-		if (bpf_program__fd(prog) >= 0)
-			dup2(bb.null_fd, bpf_program__fd(prog));
+		null_over(bpf_program__fd(prog));
 	bpf_object__for_each_map(map, bb.skel->obj)
-		if (bpf_map__fd(map) >= 0)
-			dup2(bb.null_fd, bpf_map__fd(map));
-	if (bb.ring_fd >= 0)
-		dup2(bb.null_fd, bb.ring_fd);
+		null_over(bpf_map__fd(map));
+	null_over(bb.ring_fd);
 }
 
 /* A fork while another thread is inside watch_file() would leave files_lock
@@ -368,6 +373,13 @@ static int bpf_start(struct rc_monitor *mon)
 		ret = 0;
 	}
 	t1 = now_ms();
+	/* Before attaching: without it a forked child could not drop the
+	 * parent's links, and would keep the programs attached. */
+	bb.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (bb.null_fd < 0) {
+		ret = -errno;
+		goto fail;
+	}
 	bb.ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "rc_ring", 0, 0,
 				    RC_BPF_RING_BYTES, NULL);
 	if (bb.ring_fd < 0) {
@@ -394,7 +406,6 @@ static int bpf_start(struct rc_monitor *mon)
 	restore_memlock(&memlock);
 
 	bb.maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	bb.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	memset(&q, 0, sizeof(q));
 	q.size = sizeof(q);
 	q.query_addr = (uintptr_t)&bb;
