@@ -24,6 +24,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,9 +75,13 @@ static void aggregate(void)
 	nfigs = nout;
 }
 
+#define CHILD_TIMEOUT_S 600
+
 static const char *run_group(enum group g, const char *who)
 {
 	static char err[128];
+	bool timed_out = false;
+	double deadline;
 	struct fig f;
 	int fds[2], status;
 	pid_t pid;
@@ -91,11 +97,30 @@ static const char *run_group(enum group g, const char *who)
 		bench_child(g, who, fds[1]);
 	}
 	close(fds[1]);
-	while (read(fds[0], &f, sizeof(f)) == sizeof(f))
+	/* A child that hangs (hooks can deadlock) must not hang the run. */
+	deadline = now_ns() + CHILD_TIMEOUT_S * 1e9;
+	for (;;) {
+		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+		double left = deadline - now_ns();
+
+		if (left <= 0 || poll(&pfd, 1, (int)(left / 1e6) + 1) != 1) {
+			kill(pid, SIGKILL);
+			timed_out = true;
+			break;
+		}
+		if (read(fds[0], &f, sizeof(f)) != sizeof(f))
+			break;
 		if (nfigs < MAX_FIGS)
 			figs[nfigs++] = f;
+	}
 	close(fds[0]);
 	waitpid(pid, &status, 0);
+	if (timed_out) {
+		snprintf(err, sizeof(err), "%s for %s: no end within %d s, killed",
+			 g == G_HITS ? "hits" : g == G_SCALE ? "scale" :
+			 g == G_MISS ? "miss" : "monitor", who, CHILD_TIMEOUT_S);
+		return err;
+	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 		snprintf(err, sizeof(err), "%s for %s: %s %d",
 			 g == G_HITS ? "hits" : g == G_SCALE ? "scale" :

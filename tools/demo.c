@@ -31,6 +31,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,7 @@ struct demo_opt demo_opt = {
 	.max_regions = 1024,
 	.repeat = 3,
 	.fill = true,
+	.timeout = 300,
 };
 
 struct mode demo_modes[NMODES] = {
@@ -133,6 +135,8 @@ static bool monitor_available(const char *name, char *why, size_t len)
 
 static int run_mode(const struct mode *m, struct result *res)
 {
+	struct pollfd pfd = { .events = POLLIN };
+	bool timed_out = false;
 	int fds[2], status;
 	ssize_t n;
 	pid_t pid;
@@ -151,12 +155,23 @@ static int run_mode(const struct mode *m, struct result *res)
 		demo_child(m, fds[1]);
 	}
 	close(fds[1]);
-	n = read(fds[0], res, sizeof(*res));
+	/* A child that hangs (hooks can deadlock) must not hang the demo. */
+	pfd.fd = fds[0];
+	n = poll(&pfd, 1, (int)demo_opt.timeout * 1000) == 1 ?
+		    read(fds[0], res, sizeof(*res)) : -1;
+	if (n < 0 && !waitpid(pid, &status, WNOHANG)) {
+		kill(pid, SIGKILL);
+		timed_out = true;
+	}
 	close(fds[0]);
 	waitpid(pid, &status, 0);
 	if (n != sizeof(*res)) {
 		res->status = -ECHILD;
-		if (WIFSIGNALED(status))
+		if (timed_out)
+			snprintf(res->info, sizeof(res->info),
+				 "hung: no result within %u s, killed",
+				 demo_opt.timeout);
+		else if (WIFSIGNALED(status))
 			snprintf(res->info, sizeof(res->info),
 				 "crashed: signal %d (%s)", WTERMSIG(status),
 				 strsignal(WTERMSIG(status)));
@@ -248,6 +263,7 @@ static void usage(FILE *f)
 "  -r, --repeat N       rounds of every mode; msgs/s is their median (default 3)\n"
 "      --no-fill        do not write each new buffer before its first message\n"
 "                       (then registration pays the page faults)\n"
+"      --timeout S      kill a mode that gives no result in S seconds (300)\n"
 "  -v, --verbose        registered bytes and regcache statistics per mode\n"
 "  -h, --help\n",
 		demo_opt.iterations, demo_opt.long_share, demo_opt.lifetime, demo_opt.long_slots,
@@ -364,6 +380,7 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "no-fill", no_argument, NULL, 'F' },
+		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -393,6 +410,7 @@ int main(int argc, char **argv)
 		case 'v': demo_opt.verbose = true; break;
 		case 'r': demo_opt.repeat = (unsigned)atoi(optarg); break;
 		case 'F': demo_opt.fill = false; break;
+		case 't': demo_opt.timeout = (unsigned)atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -400,6 +418,7 @@ int main(int argc, char **argv)
 	if (!demo_opt.iterations || !demo_opt.long_slots || demo_opt.long_share > 100 ||
 	    !demo_opt.lifetime || demo_opt.long_slots + demo_opt.short_slots > MAX_SLOTS ||
 	    !demo_opt.max_regions || !demo_opt.repeat || demo_opt.repeat > MAX_REPEAT ||
+	    !demo_opt.timeout || demo_opt.timeout > 86400 ||
 	    optind != argc) {
 		usage(stderr);
 		return 2;

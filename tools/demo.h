@@ -33,6 +33,7 @@ struct demo_opt {
 	bool progress;
 	bool fill;
 	unsigned repeat;
+	unsigned timeout;	/* seconds per mode run */
 };
 extern struct demo_opt demo_opt;
 
