@@ -278,7 +278,7 @@ static void print_table(const char *machine, const char **errors, int nerr)
 	printf("  %-40s\n", "miss overhead above the registrar, ns");
 	row_vs("null device", "miss_null");
 	row_vs("io_uring 4 KiB", "miss_uring4k");
-	printf("  %-40s", "  (io_uring 4 KiB reg+dereg alone)");
+	printf("  %-40s", "  (io_uring 4 KiB registration alone)");
 	cell(val("reg_uring4k", "regcache"), "%.0f");
 	printf("\n");
 	row_vs("miss while filling to 1000000 regions", "miss_fill_1m");
