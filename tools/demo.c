@@ -472,7 +472,7 @@ int main(int argc, char **argv)
 		if (demo_modes[i].kind == K_UCX && !ucx_version()) {
 			res[i].status = 1;
 			snprintf(res[i].info, sizeof(res[i].info),
-				 "not built (libucx-demo_dev missing at build time)");
+				 "not built (libucx-dev missing at build time)");
 			ran[i] = true;
 			continue;
 		}
