@@ -64,6 +64,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define NR32_shmdt 398
 
 #define TS_COMPAT 0x0002	/* arch/x86/include/asm/thread_info.h */
+#define X32_SYSCALL_BIT 0x40000000	/* __X32_SYSCALL_BIT */
 #define MAP_FIXED 0x10
 #define MAP_FIXED_NOREPLACE 0x100000
 #define MREMAP_FIXED 2
@@ -378,6 +379,11 @@ int BPF_PROG(rc_sys_enter, struct pt_regs *regs, long id)
 	bool compat;
 	int n;
 
+	/* The x32 ABI numbers the calls we decode like the native ABI, with
+	 * bit 30 set, and passes the same registers (pointers zero-extended):
+	 * decode them as native. Without CONFIG_X86_X32_ABI such a number
+	 * fails with ENOSYS, and the records it makes are only spurious. */
+	id &= ~(long)X32_SYSCALL_BIT;
 	/* Every syscall of every process on the machine comes through
 	 * here: decide from the number first. The i386 numbers overlap hot
 	 * native ones (257 is openat, 45 recvfrom), so for those only a
