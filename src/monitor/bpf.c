@@ -23,7 +23,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,7 +68,7 @@ static struct bpf_backend {
 	int ring_fd;
 	int maps_fd;		/* /proc/self/maps, for PROCMAP_QUERY */
 	int null_fd;		/* replaces inherited link fds in a child */
-	__u32 tgid;
+	__u32 tgid;		/* global tgid, as the programs see it */
 	size_t page;
 	_Atomic uint64_t *gen;	/* producer position: read-only page */
 	_Atomic uint64_t *cons;	/* consumer position: ours to write */
@@ -277,12 +279,108 @@ static int map_ring(void)
 	return 0;
 }
 
+/* Wait for a record that a BPF program reserved (the generation already
+ * moved) but has not committed yet. The program runs with preemption
+ * disabled and never blocks, so this is a few hundred cycles unless an
+ * interrupt hits it. */
+static uint32_t wait_committed(_Atomic uint32_t *hdr)
+{
+	uint32_t len;
+
+	for (unsigned spins = 0;; spins++) {
+		len = rc_load_acquire(hdr);
+		if (!(len & BPF_RINGBUF_BUSY_BIT))
+			return len;
+		if (spins < 1000)
+			__builtin_ia32_pause();
+		else
+			sched_yield();
+	}
+}
+
+/* Call fn on every committed record in [cons, prod); returns the position
+ * after the last one. Waits for reserved records (see wait_committed). */
+static uint64_t ring_walk(uint64_t cons, uint64_t prod,
+			  void (*fn)(void *arg, uint64_t start, uint64_t end),
+			  void *arg)
+{
+	uint64_t mask = RC_BPF_RING_BYTES - 1;
+
+	while (cons < prod) {
+		_Atomic uint32_t *hdr = (_Atomic uint32_t *)(bb.data +
+							     (cons & mask));
+		uint32_t len = wait_committed(hdr);
+		uint32_t size = len & ~(BPF_RINGBUF_BUSY_BIT |
+					BPF_RINGBUF_DISCARD_BIT);
+
+		if (!(len & BPF_RINGBUF_DISCARD_BIT) &&
+		    size >= sizeof(struct rc_bpf_range)) {
+			const struct rc_bpf_range *rec =
+				(const void *)((char *)hdr + BPF_RINGBUF_HDR_SZ);
+
+			fn(arg, rec->start, rec->end);
+		}
+		cons += (size + BPF_RINGBUF_HDR_SZ + 7) & ~7ull;
+		/* Release: we read the record before the kernel may
+		 * reuse its space. */
+		rc_store_release(bb.cons, cons);
+	}
+	return cons;
+}
+
+/* Learn the tgid and mm the kernel reports for this process. getpid() is
+ * the pid in our PID namespace, while the programs see the global tgid
+ * (bpf_get_current_pid_tgid); keying the maps by getpid() inside a
+ * container would make them watch whichever process holds that global
+ * tgid. One madvise(0, 0, cookie) with a random cookie (it fails with
+ * EINVAL or changes nothing) is recorded by the sys_enter program. */
+static int learn_tgid(__u64 *mm)
+{
+	__u64 cookie = 0, tgid;
+
+	while (!cookie)
+		if (getrandom(&cookie, sizeof(cookie), 0) != sizeof(cookie))
+			return -errno;
+	__atomic_store_n(&bb.skel->bss->learn_cookie, cookie,
+			 __ATOMIC_RELEASE);
+	syscall(SYS_madvise, 0UL, 0UL, cookie);
+	__atomic_store_n(&bb.skel->bss->learn_cookie, 0, __ATOMIC_RELEASE);
+	/* The program ran in this thread, before the syscall returned. */
+	tgid = __atomic_load_n(&bb.skel->bss->learned_tgid, __ATOMIC_ACQUIRE);
+	*mm = __atomic_load_n(&bb.skel->bss->learned_mm, __ATOMIC_ACQUIRE);
+	if (!tgid || tgid > UINT32_MAX || !*mm) {
+		rc_info("BPF programs are attached but did not see the start "
+			"marker syscall");
+		return -ENOSYS;
+	}
+	if (tgid != (__u64)getpid())
+		rc_debug("eBPF monitor: global tgid %" PRIu64 ", getpid() %d "
+			 "(PID namespace)", (uint64_t)tgid, (int)getpid());
+	bb.tgid = (__u32)tgid;
+	return 0;
+}
+
+struct self_test_seen {
+	uint64_t start, end;
+	bool found;
+};
+
+static void self_test_record(void *arg, uint64_t start, uint64_t end)
+{
+	struct self_test_seen *s = arg;
+
+	if (start == s->start && end == s->end)
+		s->found = true;
+}
+
 /* Attach, then prove with one munmap that the programs see this process:
  * a kernel that loads the programs but never fires them must not be
- * trusted. */
-static int self_test(void)
+ * trusted, and neither must maps keyed by the wrong tgid (the ring must
+ * hold our own munmap's range, not just move). */
+static int self_test(__u64 mm)
 {
 	struct rc_bpf_proc st;
+	struct self_test_seen seen;
 	uint64_t before = rc_load_acquire(bb.gen);
 	void *p = mmap(NULL, bb.page, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -290,11 +388,22 @@ static int self_test(void)
 	if (p == MAP_FAILED)
 		return -errno;
 	munmap(p, bb.page);
+	seen.start = (uintptr_t)p;
+	seen.end = (uintptr_t)p + bb.page;
+	seen.found = false;
+	/* Nothing of ours is cached yet: consume the test's records. */
+	ring_walk(rc_load_relaxed(bb.cons), rc_load_acquire(bb.gen),
+		  self_test_record, &seen);
 	if (bpf_map_lookup_elem(bpf_map__fd(bb.skel->maps.procs_state),
 				&bb.tgid, &st))
 		return -errno;
-	if (rc_load_acquire(bb.gen) == before || !st.mm) {
-		rc_info("BPF programs are attached but did not see munmap");
+	if (rc_load_acquire(bb.gen) == before || !seen.found ||
+	    st.mm != mm) {
+		rc_info("BPF programs are attached but did not record this "
+			"process's munmap (generation %s, range %s, mm %s)",
+			rc_load_acquire(bb.gen) == before ? "still" : "moved",
+			seen.found ? "found" : "missing",
+			st.mm == mm ? "matches" : "differs");
 		return -ENOSYS;
 	}
 	/* A clone(CLONE_VM) child that is not a thread has its own tgid but
@@ -302,8 +411,6 @@ static int self_test(void)
 	if (bpf_map_update_elem(bpf_map__fd(bb.skel->maps.mms), &st.mm,
 				&bb.tgid, BPF_ANY))
 		return -errno;
-	/* Nothing of ours was cached yet: skip the test's records. */
-	rc_store_release(bb.cons, rc_load_acquire(bb.gen));
 	bb.drops_seen = st.drops;
 	return 0;
 }
@@ -326,6 +433,7 @@ static int bpf_start(struct rc_monitor *mon)
 	struct rlimit memlock;
 	struct rc_procmap_query q;
 	double t0 = now_ms(), t1;
+	__u64 mm = 0;
 	int ret;
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
@@ -335,7 +443,7 @@ static int bpf_start(struct rc_monitor *mon)
 	}
 	pthread_once(&atfork_once, register_atfork);
 	bb.page = sysconf(_SC_PAGESIZE);
-	bb.tgid = getpid();
+	bb.tgid = 0;
 
 	libbpf_last[0] = 0;
 	old_print = libbpf_set_print(libbpf_log);
@@ -389,6 +497,14 @@ static int bpf_start(struct rc_monitor *mon)
 	ret = map_ring();
 	if (ret)
 		goto fail;
+	ret = rc_monitor_bpf__attach(bb.skel);
+	if (ret)
+		goto fail;
+	/* The programs see nothing of ours until procs holds our ring. */
+	ret = learn_tgid(&mm);
+	if (ret)
+		goto fail;
+	st.mm = mm;
 	if (bpf_map_update_elem(bpf_map__fd(bb.skel->maps.procs_state),
 				&bb.tgid, &st, BPF_ANY) ||
 	    bpf_map_update_elem(bpf_map__fd(bb.skel->maps.procs), &bb.tgid,
@@ -396,10 +512,7 @@ static int bpf_start(struct rc_monitor *mon)
 		ret = -errno;
 		goto fail;
 	}
-	ret = rc_monitor_bpf__attach(bb.skel);
-	if (ret)
-		goto fail;
-	ret = self_test();
+	ret = self_test(mm);
 	if (ret)
 		goto fail;
 	libbpf_set_print(old_print);
@@ -444,23 +557,10 @@ fail:
 	return ret;
 }
 
-/* Wait for a record that a BPF program reserved (the generation already
- * moved) but has not committed yet. The program runs with preemption
- * disabled and never blocks, so this is a few hundred cycles unless an
- * interrupt hits it. */
-static uint32_t wait_committed(_Atomic uint32_t *hdr)
+static void pull_record(void *arg, uint64_t start, uint64_t end)
 {
-	uint32_t len;
-
-	for (unsigned spins = 0;; spins++) {
-		len = rc_load_acquire(hdr);
-		if (!(len & BPF_RINGBUF_BUSY_BIT))
-			return len;
-		if (spins < 1000)
-			__builtin_ia32_pause();
-		else
-			sched_yield();
-	}
+	rc_monitor_publish(arg, (uintptr_t)start,
+			   end > UINTPTR_MAX ? UINTPTR_MAX : (uintptr_t)end);
 }
 
 /*
@@ -471,34 +571,12 @@ static uint32_t wait_committed(_Atomic uint32_t *hdr)
  */
 static void bpf_pull(struct rc_monitor *mon)
 {
-	uint64_t mask = RC_BPF_RING_BYTES - 1;
 	uint64_t cons = rc_load_relaxed(bb.cons);
 	/* Acquire pairs with the kernel's release of producer_pos. */
 	uint64_t prod = rc_load_acquire(bb.gen);
 	struct rc_bpf_proc st;
 
-	while (cons < prod) {
-		_Atomic uint32_t *hdr = (_Atomic uint32_t *)(bb.data +
-							     (cons & mask));
-		uint32_t len = wait_committed(hdr);
-		uint32_t size = len & ~(BPF_RINGBUF_BUSY_BIT |
-					BPF_RINGBUF_DISCARD_BIT);
-
-		if (!(len & BPF_RINGBUF_DISCARD_BIT) &&
-		    size >= sizeof(struct rc_bpf_range)) {
-			const struct rc_bpf_range *rec =
-				(const void *)((char *)hdr + BPF_RINGBUF_HDR_SZ);
-			uint64_t end = rec->end;
-
-			rc_monitor_publish(mon, (uintptr_t)rec->start,
-					   end > UINTPTR_MAX ? UINTPTR_MAX :
-							       (uintptr_t)end);
-		}
-		cons += (size + BPF_RINGBUF_HDR_SZ + 7) & ~7ull;
-		/* Release: we read the record before the kernel may
-		 * reuse its space. */
-		rc_store_release(bb.cons, cons);
-	}
+	ring_walk(cons, prod, pull_record, mon);
 	/* A record that did not fit: the producer position was already past
 	 * every adopted generation when it was lost (the ring was full), so
 	 * this pull runs for it; treat it as "everything" (design rule 5). */

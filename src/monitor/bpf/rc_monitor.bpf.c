@@ -20,8 +20,10 @@
  * consumer (bpf.c:bpf_pull) waits for a reserved record to be committed, so
  * a record is always read before the generation it moved is adopted.
  *
- * Every map is keyed by tgid so that one loaded set of programs could serve
- * many processes; today each process loads its own set.
+ * Every map is keyed by the global tgid (bpf_get_current_pid_tgid(), which
+ * bpf.c learns at start: getpid() is namespace-local) so that one loaded
+ * set of programs could serve many processes; today each process loads its
+ * own set.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -122,6 +124,13 @@ __u64 npending = 0;
 /* Entries in `files`, maintained by bpf.c: same purpose for the page-cache
  * hook. */
 __u64 nfiles = 0;
+/* Start-up handshake (bpf.c:learn_tgid): the maps are keyed by the tgid the
+ * kernel reports here, which differs from getpid() inside a PID namespace.
+ * bpf.c sets learn_cookie to a random value and calls madvise(0, 0, cookie);
+ * the sys_enter program records the caller's global tgid and mm. */
+__u64 learn_cookie = 0;
+__u64 learned_tgid = 0;
+__u64 learned_mm = 0;
 
 static __always_inline void count_drop(__u32 tgid)
 {
@@ -397,6 +406,12 @@ int BPF_PROG(rc_sys_enter, struct pt_regs *regs, long id)
 		if (!compat)
 			return 0;
 	} else {
+		return 0;
+	}
+	if (id == NR_madvise && learn_cookie && !compat &&
+	    BPF_CORE_READ(regs, dx) == learn_cookie) {
+		learned_mm = (__u64)BPF_CORE_READ(task, mm);
+		learned_tgid = bpf_get_current_pid_tgid() >> 32;
 		return 0;
 	}
 	tgid = monitored(task);
