@@ -23,6 +23,8 @@ endforeach()
 if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/uffd_bench.c)
   regcache_add_test(NAME uffd_bench SOURCES uffd_bench.c LIBS Threads::Threads
     LABELS bench ENV REGCACHE_MONITOR=userfaultfd ARGS 1)
+  regcache_add_test(NAME uffd_probe_cost SOURCES uffd_probe_cost.c
+    LIBS Threads::Threads LABELS bench ARGS 1)
 endif()
 
 # valgrind memcheck: userfaultfd and membarrier may be unavailable under it;
