@@ -33,6 +33,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__has_include)
@@ -141,11 +142,41 @@ static void register_atfork(void)
  * The monitor thread
  * ------------------------------------------------------------------- */
 
+static void batch_begin(void);
+static void batch_end(void);
+
 struct deferred {
 	uintptr_t start[RC_UFFD_DEFERRED], end[RC_UFFD_DEFERRED];
 	unsigned n;
-	bool overflow;
+	struct timespec due;	/* when the oldest entry is republished */
 };
+
+static struct timespec now_plus_ms(int ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);	/* vDSO: no lock, no malloc */
+	t.tv_nsec += ms * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
+/* Milliseconds until the deferred ranges are due (0 if overdue), or -1. */
+static int ms_until_due(const struct deferred *d)
+{
+	struct timespec now;
+	long ms;
+
+	if (!d->n)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (d->due.tv_sec - now.tv_sec) * 1000 +
+	     (d->due.tv_nsec - now.tv_nsec) / 1000000;
+	return ms > 0 ? (int)ms + 1 : 0;
+}
 
 static void publish_msg(struct rc_monitor *mon, const struct uffd_msg *m,
 			struct deferred *d)
@@ -162,11 +193,20 @@ static void publish_msg(struct rc_monitor *mon, const struct uffd_msg *m,
 		/* madvise sends REMOVE *before* it zaps the pages (mm/madvise.c
 		 * madvise_dontneed_free): a registration made between our read
 		 * and the zap pins the old pages. Publish again later. */
+		if (!d->n)
+			d->due = now_plus_ms(RC_UFFD_DEFER_MS);
 		if (d->n < RC_UFFD_DEFERRED) {
 			d->start[d->n] = m->arg.remove.start;
 			d->end[d->n++] = m->arg.remove.end;
 		} else {
-			d->overflow = true;
+			/* Full: widen the last entry. A larger range only
+			 * invalidates more. */
+			unsigned l = RC_UFFD_DEFERRED - 1;
+
+			if (m->arg.remove.start < d->start[l])
+				d->start[l] = m->arg.remove.start;
+			if (m->arg.remove.end > d->end[l])
+				d->end[l] = m->arg.remove.end;
 		}
 		break;
 	case UFFD_EVENT_REMAP:
@@ -198,13 +238,13 @@ static void publish_msg(struct rc_monitor *mon, const struct uffd_msg *m,
 
 static void publish_deferred(struct rc_monitor *mon, struct deferred *d)
 {
-	if (d->overflow)
-		rc_monitor_publish_all(mon);
-	else
-		for (unsigned i = 0; i < d->n; i++)
-			rc_monitor_publish(mon, d->start[i], d->end[i]);
+	if (!d->n)
+		return;
+	batch_begin();
+	for (unsigned i = 0; i < d->n; i++)
+		rc_monitor_publish(mon, d->start[i], d->end[i]);
+	batch_end();
 	d->n = 0;
-	d->overflow = false;
 }
 
 /* Read every queued message. The generation brackets the read: it turns
@@ -272,8 +312,7 @@ static void *monitor_thread(void *arg)
 			{ .fd = uf.fd, .events = POLLIN },
 			{ .fd = uf.stop_fd, .events = POLLIN },
 		};
-		int timeout = d.n || d.overflow ? RC_UFFD_DEFER_MS : -1;
-		int ret = poll(p, 2, timeout);
+		int ret = poll(p, 2, ms_until_due(&d));
 
 		if (ret < 0) {
 			if (errno == EINTR)
@@ -285,21 +324,17 @@ static void *monitor_thread(void *arg)
 			usleep(1000);
 			continue;
 		}
-		if (ret == 0) {
-			batch_begin();
-			publish_deferred(mon, &d);
-			batch_end();
-			continue;
-		}
-		if (p[0].revents & (POLLIN | POLLERR))
+		if (ret > 0 && (p[0].revents & (POLLIN | POLLERR)))
 			drain(mon, &d);
-		if (p[1].revents & POLLIN) {
+		/* Due even while events keep coming, so a steady stream of
+		 * madvise calls cannot postpone it. */
+		if (ms_until_due(&d) == 0)
+			publish_deferred(mon, &d);
+		if (ret > 0 && (p[1].revents & POLLIN)) {
 			/* stop(): everything is unregistered and no event is
 			 * in flight; read what is left and go. */
 			drain(mon, &d);
-			batch_begin();
 			publish_deferred(mon, &d);
-			batch_end();
 			return NULL;
 		}
 	}
