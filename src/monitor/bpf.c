@@ -23,9 +23,12 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <poll.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,14 +83,26 @@ static struct bpf_backend {
 	bool file_hook;		/* page-cache removals are seen */
 	pthread_mutex_t files_lock;
 	uint64_t nfiles;
+	/* Which filesystems (by superblock dev) may be watched; under
+	 * files_lock. See fs_allowed(). */
+	int mountinfo_fd;
+	__u64 shmem_dev;	/* internal shmem mount: memfd, shared anon, SysV */
+	unsigned nfs;
+	struct {
+		__u64 dev;
+		bool ok;
+	} fs[32];
 } bb = {
 	.ring_fd = -1,
 	.maps_fd = -1,
 	.null_fd = -1,
+	.mountinfo_fd = -1,
 	.files_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void learn_shmem_dev(void);
 
 static double now_ms(void)
 {
@@ -225,7 +240,11 @@ static void teardown(bool in_child)
 		close(bb.maps_fd);
 	if (bb.null_fd >= 0)
 		close(bb.null_fd);
-	bb.ring_fd = bb.maps_fd = bb.null_fd = -1;
+	if (bb.mountinfo_fd >= 0)
+		close(bb.mountinfo_fd);
+	bb.ring_fd = bb.maps_fd = bb.null_fd = bb.mountinfo_fd = -1;
+	bb.shmem_dev = 0;
+	bb.nfs = 0;
 	bb.nfiles = 0;
 	bb.drops_seen = 0;
 }
@@ -519,6 +538,13 @@ static int bpf_start(struct rc_monitor *mon)
 	restore_memlock(&memlock);
 
 	bb.maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	bb.mountinfo_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	learn_shmem_dev();
+	if (bb.file_hook && (bb.mountinfo_fd < 0 || !bb.shmem_dev))
+		rc_info("eBPF monitor: %s: some shared and file mappings are "
+			"served uncached", bb.mountinfo_fd < 0 ?
+				"cannot read /proc/self/mountinfo" :
+				"cannot learn the shmem device (memfd_create)");
 	memset(&q, 0, sizeof(q));
 	q.size = sizeof(q);
 	q.query_addr = (uintptr_t)&bb;
@@ -591,6 +617,120 @@ static void bpf_pull(struct rc_monitor *mon)
 	}
 }
 
+/* Is the filesystem of mountinfo line @line (NUL-terminated) the one with
+ * superblock dev maj:min? Sets *ok to whether its type is allowed. */
+static bool mountinfo_match(const char *line, bool truncated, unsigned maj,
+			    unsigned min, bool *ok)
+{
+	static const char *const allowed[] = { "tmpfs", "ext4", "xfs",
+					       "btrfs" };
+	unsigned lmaj, lmin;
+	const char *sep;
+	size_t n;
+
+	if (sscanf(line, "%*u %*u %u:%u", &lmaj, &lmin) != 2 || lmaj != maj ||
+	    lmin != min)
+		return false;
+	*ok = false;
+	/* Optional fields end with " - "; the type follows. A line cut by
+	 * our buffer is not trusted. */
+	sep = strstr(line, " - ");
+	if (truncated || !sep)
+		return true;
+	sep += 3;
+	n = strcspn(sep, " ");
+	for (size_t i = 0; i < sizeof(allowed) / sizeof(*allowed); i++)
+		if (strlen(allowed[i]) == n && !memcmp(sep, allowed[i], n))
+			*ok = true;
+	return true;
+}
+
+/* Read /proc/self/mountinfo through stack buffers (no allocation) for the
+ * filesystem with superblock dev maj:min. Not found: not allowed. */
+static bool mountinfo_allowed(unsigned maj, unsigned min)
+{
+	char buf[4096], line[4096];
+	size_t len = 0;
+	bool truncated = false, ok = false;
+	ssize_t n;
+
+	if (lseek(bb.mountinfo_fd, 0, SEEK_SET) < 0)
+		return false;
+	while ((n = read(bb.mountinfo_fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] != '\n') {
+				if (len < sizeof(line) - 1)
+					line[len++] = buf[i];
+				else
+					truncated = true;
+				continue;
+			}
+			line[len] = 0;
+			if (mountinfo_match(line, truncated, maj, min, &ok))
+				return ok;
+			len = 0;
+			truncated = false;
+		}
+	}
+	return false;
+}
+
+/*
+ * May pages of a mapping on filesystem dev be cached? Only where the inode
+ * that PROCMAP_QUERY (or /proc/self/maps) reports is the inode whose page
+ * cache holds the pages, so that the page-cache hook, keyed by that inode,
+ * sees a truncate or hole punch by another process: shmem (memfd, shared
+ * anonymous, SysV shm, tmpfs), ext4, xfs, btrfs. Not overlayfs (the mapping
+ * names the overlay inode, the pages belong to the upper or lower one) nor
+ * FUSE or network filesystems (pages can go away without a local
+ * page-cache removal we hook), nor anything unknown. Answers are cached
+ * per dev; the cache is dropped when the mount table changes (poll on
+ * mountinfo reports it), since a dev can be reused by a new superblock
+ * once the old one is unmounted. Under files_lock.
+ */
+static bool fs_allowed(unsigned maj, unsigned min)
+{
+	__u64 dev = ((__u64)maj << 20) | min;
+	struct pollfd pfd = { .fd = bb.mountinfo_fd, .events = POLLPRI };
+	bool ok;
+
+	if (bb.shmem_dev && dev == bb.shmem_dev)
+		return true;
+	if (bb.mountinfo_fd < 0)
+		return false;
+	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLERR | POLLPRI)))
+		bb.nfs = 0;
+	for (unsigned i = 0; i < bb.nfs; i++)
+		if (bb.fs[i].dev == dev)
+			return bb.fs[i].ok;
+	ok = mountinfo_allowed(maj, min);
+	if (bb.nfs == sizeof(bb.fs) / sizeof(*bb.fs))
+		bb.nfs = 0;
+	bb.fs[bb.nfs].dev = dev;
+	bb.fs[bb.nfs].ok = ok;
+	bb.nfs++;
+	if (!ok)
+		rc_debug("eBPF monitor: mappings of filesystem %u:%u are served "
+			 "uncached (not tmpfs/shmem, ext4, xfs or btrfs)",
+			 maj, min);
+	return ok;
+}
+
+/* Learn the dev of the kernel's internal shmem mount (memfd, shared
+ * anonymous memory, SysV shm), which is not in mountinfo. */
+static void learn_shmem_dev(void)
+{
+	struct stat st;
+	int fd = memfd_create("regcache-shmem-probe", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st))
+		bb.shmem_dev = ((__u64)major(st.st_dev) << 20) |
+			       minor(st.st_dev);
+	close(fd);
+}
+
 /* Remember a file that a watched range maps, so that any process that
  * truncates or punches it invalidates us. Entries live until stop(): a
  * stale one only costs a spurious invalidation. */
@@ -613,6 +753,10 @@ static int watch_file(const struct rc_procmap_query *q, uintptr_t start,
 	int ret = 0;
 
 	pthread_mutex_lock(&bb.files_lock);
+	if (!fs_allowed(q->dev_major, q->dev_minor)) {
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
 	found = bpf_map_lookup_elem(fd, &key, &f) == 0;
 	if (found) {
 		if (f.pgoff_lo <= lo && f.pgoff_hi >= hi)
@@ -706,7 +850,8 @@ static int vma_query(uintptr_t addr, struct rc_procmap_query *q)
  * only this process changes it, through the hooked calls. Shared or
  * file-backed memory: yes once its inode is in the `files` map (another
  * process can only take pages away by truncating or punching the file,
- * which removes them from the page cache). Huge pages (hugetlbfs): no, their
+ * which removes them from the page cache), on filesystems where that inode
+ * is the page-cache inode (fs_allowed). Huge pages (hugetlbfs): no, their
  * truncation path is not hooked.
  */
 static int bpf_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
