@@ -132,6 +132,10 @@ __u64 learn_cookie = 0;
 __u64 learned_tgid = 0;
 __u64 learned_mm = 0;
 
+/* Bytes kept free at the end of a ring (set by bpf.c before loading, see
+ * bpf_start): once fewer are free, every record is "everything". */
+const volatile __u64 headroom = 0;
+
 static __always_inline void count_drop(__u32 tgid)
 {
 	struct rc_bpf_proc *p = bpf_map_lookup_elem(&procs_state, &tgid);
@@ -152,6 +156,18 @@ static __always_inline void emit(__u32 tgid, __u64 start, __u64 end)
 	ring = bpf_map_lookup_elem(&procs, &tgid);
 	if (!ring)
 		return;
+	/* Nearly full: publish "everything" instead of the range. A record
+	 * that still fails to fit then always finds an unconsumed
+	 * "everything" record ahead of it in the ring (only records whose
+	 * check ran before the ring crossed the threshold, at most one per
+	 * CPU and nesting level, can be normal ones), so its loss is covered
+	 * even if a pull reads `drops` before count_drop below runs
+	 * (docs/monitor-bpf.md, Overflow). */
+	if (bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >=
+	    RC_BPF_RING_BYTES - headroom) {
+		start = 0;
+		end = ~0ULL;
+	}
 	rec = bpf_ringbuf_reserve(ring, sizeof(*rec), 0);
 	if (!rec) {
 		/* Full: the producer position is already ahead of every
