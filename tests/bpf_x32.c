@@ -25,6 +25,8 @@ int main(void)
 	ret = syscall(X32 | SYS_munmap, 0, 0);
 	if (ret < 0 && errno == ENOSYS) {
 		printf("SKIP: this kernel has no x32 syscall ABI\n");
+		regcache_destroy(c);
+		io_uring_queue_exit(&ring);
 		return T_EXIT_SKIP;
 	}
 	buf = t_map(LEN);
