@@ -38,29 +38,10 @@
 
 #include "../log.h"
 #include "monitor.h"
+#include "vma.h"
 #include "rc_bpf_abi.h"
 #include "rc_monitor.skel.h"
 
-/* PROCMAP_QUERY (Linux 6.11) is not in Debian 12's headers. */
-struct rc_procmap_query {
-	__u64 size;
-	__u64 query_flags;
-	__u64 query_addr;
-	__u64 vma_start;
-	__u64 vma_end;
-	__u64 vma_flags;
-	__u64 vma_page_size;
-	__u64 vma_offset;
-	__u64 inode;
-	__u32 dev_major;
-	__u32 dev_minor;
-	__u32 vma_name_size;
-	__u32 build_id_size;
-	__u64 vma_name_addr;
-	__u64 build_id_addr;
-};
-#define RC_PROCMAP_QUERY _IOWR('f', 17, struct rc_procmap_query)
-#define RC_PROCMAP_COVERING_OR_NEXT 0x10
 #define RC_PAGE 4096u
 
 /* The one instance (the monitor is process-wide). Fields are written by
@@ -69,7 +50,7 @@ struct rc_procmap_query {
 static struct bpf_backend {
 	struct rc_monitor_bpf *skel;
 	int ring_fd;
-	int maps_fd;		/* /proc/self/maps, for PROCMAP_QUERY */
+	struct rc_vma_source vmas;	/* for ->watch() */
 	int null_fd;		/* replaces inherited link fds in a child */
 	__u32 tgid;		/* global tgid, as the programs see it */
 	size_t page;
@@ -79,7 +60,6 @@ static struct bpf_backend {
 	char *data_map;		/* producer page + data, read-only */
 	size_t data_len;
 	uint64_t drops_seen;
-	bool procmap;		/* PROCMAP_QUERY works */
 	bool file_hook;		/* page-cache removals are seen */
 	bool ignore_drops;	/* test only: rely on the headroom alone */
 	pthread_mutex_t files_lock;
@@ -95,7 +75,7 @@ static struct bpf_backend {
 	} fs[32];
 } bb = {
 	.ring_fd = -1,
-	.maps_fd = -1,
+	.vmas = { .maps_fd = -1 },
 	.null_fd = -1,
 	.mountinfo_fd = -1,
 	.files_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -237,13 +217,12 @@ static void teardown(bool in_child)
 	bb.cons = bb.gen = NULL;
 	if (bb.ring_fd >= 0)
 		close(bb.ring_fd);
-	if (bb.maps_fd >= 0)
-		close(bb.maps_fd);
+	rc_vma_source_close(&bb.vmas);
 	if (bb.null_fd >= 0)
 		close(bb.null_fd);
 	if (bb.mountinfo_fd >= 0)
 		close(bb.mountinfo_fd);
-	bb.ring_fd = bb.maps_fd = bb.null_fd = bb.mountinfo_fd = -1;
+	bb.ring_fd = bb.null_fd = bb.mountinfo_fd = -1;
 	bb.shmem_dev = 0;
 	bb.nfs = 0;
 	bb.nfiles = 0;
@@ -470,7 +449,6 @@ static int bpf_start(struct rc_monitor *mon)
 	libbpf_print_fn_t old_print;
 	struct rc_bpf_proc st = { 0 };
 	struct rlimit memlock;
-	struct rc_procmap_query q;
 	double t0 = now_ms(), t1;
 	__u64 mm = 0;
 	int ret;
@@ -561,7 +539,7 @@ static int bpf_start(struct rc_monitor *mon)
 	libbpf_set_print(old_print);
 	restore_memlock(&memlock);
 
-	bb.maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	rc_vma_source_open(&bb.vmas, "REGCACHE_BPF_NO_PROCMAP_QUERY");
 	bb.mountinfo_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
 	learn_shmem_dev();
 	if (bb.file_hook && (bb.mountinfo_fd < 0 || !bb.shmem_dev))
@@ -569,19 +547,6 @@ static int bpf_start(struct rc_monitor *mon)
 			"served uncached", bb.mountinfo_fd < 0 ?
 				"cannot read /proc/self/mountinfo" :
 				"cannot learn the shmem device (memfd_create)");
-	memset(&q, 0, sizeof(q));
-	q.size = sizeof(q);
-	q.query_addr = (uintptr_t)&bb;
-	bb.procmap = bb.maps_fd >= 0 &&
-		     ioctl(bb.maps_fd, RC_PROCMAP_QUERY, &q) == 0 &&
-		     !getenv("REGCACHE_BPF_NO_PROCMAP_QUERY");
-	if (!bb.procmap)
-		rc_info("PROCMAP_QUERY %s: each miss reads /proc/self/maps "
-			"instead", getenv("REGCACHE_BPF_NO_PROCMAP_QUERY") ?
-					   "disabled by "
-					   "REGCACHE_BPF_NO_PROCMAP_QUERY" :
-					   "unavailable (Linux < 6.11)");
-
 	mon->caps = (struct rc_monitor_caps){
 		.can_cache = true,
 		.synchronous = true,
@@ -807,66 +772,9 @@ out:
 	return ret;
 }
 
-/* Linux < 6.11 has no PROCMAP_QUERY: find the first VMA that ends above
- * @addr in the text of /proc/self/maps, read through a stack buffer (no
- * allocation). Fills the fields of @q that bpf_watch() uses. */
-static int maps_text_query(uintptr_t addr, struct rc_procmap_query *q)
-{
-	char buf[4096], line[512];
-	size_t len = 0;
-	ssize_t n;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
-			unsigned long long s, e, off, ino;
-			unsigned maj, min;
-			char perms[8];
-
-			if (buf[i] != '\n') {
-				if (len < sizeof(line) - 1)
-					line[len++] = buf[i];
-				continue;
-			}
-			line[len] = 0;
-			len = 0;
-			if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &s, &e,
-				   perms, &off, &maj, &min, &ino) != 7 ||
-			    e <= addr)
-				continue;
-			close(fd);
-			memset(q, 0, sizeof(*q));
-			q->vma_start = s;
-			q->vma_end = e;
-			q->vma_offset = off;
-			q->dev_major = maj;
-			q->dev_minor = min;
-			q->inode = ino;
-			/* Huge pages cannot be told from the text cheaply
-			 * ("KernelPageSize" is in smaps): a hugetlbfs file
-			 * is named after its mount. */
-			q->vma_page_size = strstr(line, "/hugepages") ||
-						   strstr(line, "anon_hugepage") ?
-						   0 :
-						   RC_PAGE;
-			return 0;
-		}
-	}
-	close(fd);
-	return n < 0 ? -errno : -ENOENT;
-}
-
 static int vma_query(uintptr_t addr, struct rc_procmap_query *q)
 {
-	memset(q, 0, sizeof(*q));
-	q->size = sizeof(*q);
-	q->query_flags = RC_PROCMAP_COVERING_OR_NEXT;
-	q->query_addr = addr;
-	if (!bb.procmap)
-		return maps_text_query(addr, q);
-	return ioctl(bb.maps_fd, RC_PROCMAP_QUERY, q) ? -errno : 0;
+	return rc_vma_query(&bb.vmas, addr, q);
 }
 
 /*

@@ -44,32 +44,11 @@
 
 #include "../log.h"
 #include "monitor.h"
+#include "vma.h"
 
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1	/* Linux 5.11; not in Debian 12's headers */
 #endif
-
-/* PROCMAP_QUERY (Linux 6.11) is not in Debian 12's headers either. */
-struct rc_uffd_procmap_query {
-	__u64 size;
-	__u64 query_flags;
-	__u64 query_addr;
-	__u64 vma_start;
-	__u64 vma_end;
-	__u64 vma_flags;
-	__u64 vma_page_size;
-	__u64 vma_offset;
-	__u64 inode;
-	__u32 dev_major;
-	__u32 dev_minor;
-	__u32 vma_name_size;
-	__u32 build_id_size;
-	__u64 vma_name_addr;
-	__u64 build_id_addr;
-};
-#define RC_UFFD_PROCMAP_QUERY _IOWR('f', 17, struct rc_uffd_procmap_query)
-#define RC_UFFD_COVERING_OR_NEXT 0x10
-#define RC_UFFD_VMA_SHARED 8
 
 #define RC_UFFD_EVENTS \
 	(UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE | \
@@ -95,8 +74,7 @@ struct rc_uffd_watch {
 static struct uffd_backend {
 	int fd;
 	int stop_fd;		/* eventfd: wakes the thread for stop() */
-	int maps_fd;		/* /proc/self/maps, for PROCMAP_QUERY */
-	bool procmap;
+	struct rc_vma_source vmas;	/* for ->watch() */
 	bool thread_running;
 	pthread_t thread;
 	uintptr_t page;
@@ -118,7 +96,7 @@ static struct uffd_backend {
 	struct rc_uffd_watch *watches;
 	size_t nwatches, watches_cap;	/* cap: power of two or 0 */
 	size_t unwatch_since_sweep;
-} uf = { .fd = -1, .stop_fd = -1, .maps_fd = -1,
+} uf = { .fd = -1, .stop_fd = -1, .vmas = { .maps_fd = -1 },
 	 .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -344,72 +322,20 @@ static void *monitor_thread(void *arg)
  * VMAs
  * ------------------------------------------------------------------- */
 
-/* Linux < 6.11: the first VMA ending above @addr from the text of
- * /proc/self/maps, read through a stack buffer. */
-static int maps_text_query(uintptr_t addr, struct rc_uffd_procmap_query *q)
+static int vma_query(uintptr_t addr, struct rc_procmap_query *q)
 {
-	char buf[4096], line[512];
-	size_t len = 0;
-	ssize_t n;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
-			unsigned long long s, e, off, ino;
-			unsigned maj, min;
-			char perms[8];
-
-			if (buf[i] != '\n') {
-				if (len < sizeof(line) - 1)
-					line[len++] = buf[i];
-				continue;
-			}
-			line[len] = 0;
-			len = 0;
-			if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &s, &e,
-				   perms, &off, &maj, &min, &ino) != 7 ||
-			    e <= addr)
-				continue;
-			close(fd);
-			memset(q, 0, sizeof(*q));
-			q->vma_start = s;
-			q->vma_end = e;
-			q->inode = ino;
-			q->vma_flags = perms[3] == 's' ? RC_UFFD_VMA_SHARED : 0;
-			q->vma_page_size = strstr(line, "/hugepages") ||
-						   strstr(line, "anon_hugepage") ?
-						   0 : uf.page;
-			/* SysV shm and memfd show an inode; a MAP_SHARED
-			 * anonymous mapping shows "/dev/zero (deleted)". */
-			return 0;
-		}
-	}
-	close(fd);
-	return n < 0 ? -errno : -ENOENT;
-}
-
-static int vma_query(uintptr_t addr, struct rc_uffd_procmap_query *q)
-{
-	memset(q, 0, sizeof(*q));
-	q->size = sizeof(*q);
-	q->query_flags = RC_UFFD_COVERING_OR_NEXT;
-	q->query_addr = addr;
-	if (!uf.procmap)
-		return maps_text_query(addr, q);
-	return ioctl(uf.maps_fd, RC_UFFD_PROCMAP_QUERY, q) ? -errno : 0;
+	return rc_vma_query(&uf.vmas, addr, q);
 }
 
 /* Memory that a userfaultfd sees every change of: private, anonymous, base
  * pages. A file or shared mapping can lose pages through the file (memfd or
  * tmpfs hole punch, truncate, another process's MADV_REMOVE), which sends
  * no event; SysV shm and ext4 files cannot even be registered in WP mode. */
-static const char *unwatchable(const struct rc_uffd_procmap_query *q)
+static const char *unwatchable(const struct rc_procmap_query *q)
 {
 	if (q->inode)
 		return "file-backed (memfd, tmpfs, SysV shm or a file)";
-	if (q->vma_flags & RC_UFFD_VMA_SHARED)
+	if (q->vma_flags & RC_PROCMAP_VMA_SHARED)
 		return "a shared mapping";
 	if (q->vma_page_size != uf.page)
 		return "huge pages";
@@ -483,7 +409,7 @@ static void uffd_unregister(uintptr_t start, uintptr_t end)
 	if (!ioctl(uf.fd, UFFDIO_UNREGISTER, &r) || errno != EINVAL)
 		return;
 	while (addr < end) {
-		struct rc_uffd_procmap_query q;
+		struct rc_procmap_query q;
 
 		if (vma_query(addr, &q) || q.vma_start >= end)
 			return;
@@ -722,7 +648,7 @@ static int uffd_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 	(void)mon;
 	pthread_mutex_lock(&uf.lock);
 	while (addr < end) {
-		struct rc_uffd_procmap_query q;
+		struct rc_procmap_query q;
 		/* Before the query: an UNMAP/REMAP read after this point
 		 * makes the areas unconfirmed for the next watch. One read
 		 * before is still in flight for this one, and the cache's
@@ -851,9 +777,8 @@ static void close_fds(void)
 		close(uf.fd);
 	if (uf.stop_fd >= 0)
 		close(uf.stop_fd);
-	if (uf.maps_fd >= 0)
-		close(uf.maps_fd);
-	uf.fd = uf.stop_fd = uf.maps_fd = -1;
+	rc_vma_source_close(&uf.vmas);
+	uf.fd = uf.stop_fd = -1;
 }
 
 static void reset_tables(void)
@@ -913,7 +838,6 @@ static bool under_valgrind(void)
 static int uffd_start(struct rc_monitor *mon)
 {
 	struct uffdio_api api = { .api = UFFD_API, .features = RC_UFFD_EVENTS };
-	struct rc_uffd_procmap_query q;
 	pthread_attr_t attr;
 	sigset_t all, old;
 	int ret;
@@ -951,18 +875,7 @@ static int uffd_start(struct rc_monitor *mon)
 		rc_info("userfaultfd monitor: eventfd: %s", strerror(-ret));
 		goto fail;
 	}
-	uf.maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	memset(&q, 0, sizeof(q));
-	q.size = sizeof(q);
-	q.query_addr = (uintptr_t)&uf;
-	uf.procmap = uf.maps_fd >= 0 &&
-		     ioctl(uf.maps_fd, RC_UFFD_PROCMAP_QUERY, &q) == 0 &&
-		     !getenv("REGCACHE_UFFD_NO_PROCMAP_QUERY");
-	if (!uf.procmap)
-		rc_info("PROCMAP_QUERY %s: each miss reads /proc/self/maps",
-			getenv("REGCACHE_UFFD_NO_PROCMAP_QUERY")
-				? "disabled by REGCACHE_UFFD_NO_PROCMAP_QUERY"
-				: "unavailable (Linux < 6.11)");
+	rc_vma_source_open(&uf.vmas, "REGCACHE_UFFD_NO_PROCMAP_QUERY");
 
 	/* The sentinel proves that WP registration works (Linux 5.7+ for
 	 * anonymous memory) and is what ->validate() probes. */
@@ -1041,7 +954,7 @@ static void unregister_all(void)
 	for (size_t a = 0; a < uf.nareas; a++)
 		uffd_unregister(uf.areas[a].start, uf.areas[a].end);
 	for (;;) {
-		struct rc_uffd_procmap_query q;
+		struct rc_procmap_query q;
 		struct uffdio_range r;
 
 		if (vma_query(addr, &q))
