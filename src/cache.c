@@ -434,7 +434,8 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 		}
 		/* The range changed while we pinned it, or another thread
 		 * indexed an overlapping region: start over. */
-		rc_store_relaxed(&nr->flags, watched ? RC_REGION_WATCHED : 0);
+		rc_store_relaxed(&nr->flags,
+				 (uint16_t)(watched ? RC_REGION_WATCHED : 0));
 		rc_store_relaxed(&nr->start, ustart);
 		rc_store_relaxed(&nr->end, uend);
 		nr->handle = handle;
@@ -509,7 +510,7 @@ void regcache_put(struct regcache *c, struct regcache_region *region)
 		return;
 	}
 	/* The LRU's notion of "recent": no list move, no lock. */
-	rc_store_relaxed(&r->last_use, rc_load_relaxed(&c->clock));
+	rc_store_relaxed(&r->last_use, (uint16_t)rc_load_relaxed(&c->clock));
 	rc_region_unref(c, r);
 }
 

@@ -61,17 +61,23 @@ struct rc_region {
 	_Atomic uintptr_t owner;	/* thread pointer of the creator */
 	_Atomic uint32_t owner_refs;	/* written by the owner only */
 	_Atomic uint32_t shared_refs;	/* everybody else, atomic RMW */
-	_Atomic uint32_t last_use;	/* c->clock at the last put */
-	_Atomic uint32_t flags;		/* RC_REGION_* */
+	_Atomic uint16_t last_use;	/* c->clock at the last put */
+	_Atomic uint16_t flags;		/* RC_REGION_* */
+	union {				/* under c->lock only: */
+		uint16_t lru_stamp;	/* live: last_use when queued */
+		uint32_t kill_ticket;	/* dead: c->kills at its kill */
+	};
 	_Atomic uint64_t hits;
 	void *handle;
 
 	/* Cold: changed under c->lock only. */
 	RB_ENTRY(rc_region) rb;
 	TAILQ_ENTRY(rc_region) link;	/* lru, dead list or free list */
-	uint32_t lru_stamp;		/* last_use when queued on the lru */
-	uint32_t kill_ticket;		/* c->kills when it was killed */
 };
+/* 112 bytes: with one hint slot (8 bytes) a cached region costs 120 bytes.
+ * The LRU clock is kept modulo 2^16 here; a region used exactly a multiple
+ * of 65536 misses after it was queued looks unused and may be evicted a
+ * little early, which costs one re-registration. */
 
 TAILQ_HEAD(rc_region_list, rc_region);
 RB_HEAD(rc_tree, rc_region);

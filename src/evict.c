@@ -17,7 +17,7 @@ static bool evict_one_locked(struct regcache *c, size_t *freed_bytes,
 	/* Bounded: each region is requeued at most once per pass. */
 	for (size_t steps = c->nr_live; steps; steps--) {
 		struct rc_region *r = TAILQ_FIRST(&c->lru);
-		uint32_t used = rc_load_relaxed(&r->last_use);
+		uint16_t used = rc_load_relaxed(&r->last_use);
 
 		/* A racy read of the counts is enough here: killing a region
 		 * that somebody just took is still safe (it is deregistered at

@@ -88,7 +88,7 @@ static struct rc_region *next_overlap(struct regcache *c, struct rc_region *r,
 
 void rc_index_insert(struct regcache *c, struct rc_region *r)
 {
-	uint32_t now = rc_load_relaxed(&c->clock);
+	uint16_t now = (uint16_t)rc_load_relaxed(&c->clock);
 
 	RB_INSERT(rc_tree, &c->tree, r);
 	rc_store_relaxed(&r->last_use, now);

@@ -143,7 +143,7 @@ void rc_region_publish(struct rc_region *r, uintptr_t start, uintptr_t end,
 	rc_store_relaxed(&r->start, start);
 	rc_store_relaxed(&r->end, end);
 	rc_store_relaxed(&r->access, access);
-	rc_store_relaxed(&r->flags, flags);
+	rc_store_relaxed(&r->flags, (uint16_t)flags);
 	rc_store_relaxed(&r->hits, 0);
 	r->handle = handle;
 	/* A pass-through region is never visible to another get: no count. */
@@ -277,7 +277,8 @@ static void forget_locked(struct regcache *c, struct rc_region *r)
 	rc_store_relaxed(&r->seq, rc_load_relaxed(&r->seq) | RC_SEQ_FREE);
 	if (rc_region_refs(r))
 		rc_store_relaxed(&r->flags,
-				 rc_load_relaxed(&r->flags) | RC_REGION_FORGOTTEN);
+				 (uint16_t)(rc_load_relaxed(&r->flags) |
+					    RC_REGION_FORGOTTEN));
 	else
 		rc_region_free_locked(c, r);
 }
@@ -300,7 +301,8 @@ void rc_region_forget_all_locked(struct regcache *c)
 	while ((r = TAILQ_FIRST(&c->passthrough))) {
 		TAILQ_REMOVE(&c->passthrough, r, link);
 		rc_store_relaxed(&r->flags,
-				 rc_load_relaxed(&r->flags) | RC_REGION_FORGOTTEN);
+				 (uint16_t)(rc_load_relaxed(&r->flags) |
+					    RC_REGION_FORGOTTEN));
 	}
 	atomic_store_explicit(&c->cur_regions, 0, memory_order_relaxed);
 	atomic_store_explicit(&c->cur_bytes, 0, memory_order_relaxed);
