@@ -29,7 +29,7 @@ static int child(void *arg)
 
 int main(void)
 {
-	struct t_bpf_case k;
+	struct t_case k;
 	struct io_uring ring;
 	struct regcache *c;
 	char *stack;
@@ -48,12 +48,12 @@ int main(void)
 	target = t_map(LEN);
 	stack = t_map(STACK);
 
-	t_bpf_case_begin(&k, &ring, c, target, LEN);
+	t_case_begin(&k, &ring, c, target, LEN);
 	pid = clone(child, stack + STACK, CLONE_VM | SIGCHLD, NULL);
 	T_REQUIRE(pid > 0);
 	T_REQUIRE(waitpid(pid, &status, 0) == pid);
 	T_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	t_bpf_case_end(&k, "munmap by a clone(CLONE_VM) child process", true);
+	t_case_end(&k, "munmap by a clone(CLONE_VM) child process", true);
 
 	regcache_destroy(c);
 	io_uring_queue_exit(&ring);

@@ -120,16 +120,16 @@ static unsigned settled(const struct ids *mine, bool links)
 static bool munmap_case(struct io_uring *ring, struct regcache *c,
 			const char *what)
 {
-	struct t_bpf_case k;
+	struct t_case k;
 	char *buf = t_map(LEN);
 	int failures = t_failures;
 
-	t_bpf_case_begin(&k, ring, c, buf, LEN);
+	t_case_begin(&k, ring, c, buf, LEN);
 	T_REQUIRE(munmap(buf, LEN) == 0);
 	T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
 		       -1, 0) == buf);
-	t_bpf_case_end(&k, what, true);
+	t_case_end(&k, what, true);
 	munmap(buf, LEN);
 	return failures == t_failures;
 }

@@ -33,7 +33,7 @@ static void punch_in_child(int fd)
 static void run(struct io_uring *ring, struct regcache *c, int fd,
 		const char *kind)
 {
-	struct t_bpf_case k;
+	struct t_case k;
 	char what[128];
 	char *buf;
 
@@ -56,23 +56,23 @@ static void run(struct io_uring *ring, struct regcache *c, int fd,
 		regcache_put(c, r);
 	}
 
-	t_bpf_case_begin(&k, ring, c, buf, LEN);
+	t_case_begin(&k, ring, c, buf, LEN);
 	T_REQUIRE(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
 			    LEN) == 0);
 	snprintf(what, sizeof(what), "%s: fallocate(PUNCH_HOLE)", kind);
-	t_bpf_case_end(&k, what, true);
+	t_case_end(&k, what, true);
 
-	t_bpf_case_begin(&k, ring, c, buf, LEN);
+	t_case_begin(&k, ring, c, buf, LEN);
 	T_REQUIRE(ftruncate(fd, 0) == 0);
 	T_REQUIRE(ftruncate(fd, LEN) == 0);
 	snprintf(what, sizeof(what), "%s: ftruncate(0) + ftruncate(len)", kind);
-	t_bpf_case_end(&k, what, true);
+	t_case_end(&k, what, true);
 
-	t_bpf_case_begin(&k, ring, c, buf, LEN);
+	t_case_begin(&k, ring, c, buf, LEN);
 	punch_in_child(fd);
 	snprintf(what, sizeof(what), "%s: hole punched by another process",
 		 kind);
-	t_bpf_case_end(&k, what, true);
+	t_case_end(&k, what, true);
 
 	T_REQUIRE(munmap(buf, LEN) == 0);
 }

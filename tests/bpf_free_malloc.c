@@ -12,7 +12,7 @@
 
 int main(void)
 {
-	struct t_bpf_case k;
+	struct t_case k;
 	struct io_uring ring;
 	struct regcache *c;
 	char *p, *q, *buf;
@@ -35,7 +35,7 @@ int main(void)
 		p = malloc(SIZE);
 		T_REQUIRE(p);
 		buf = (char *)(((uintptr_t)p + 4095) & ~(uintptr_t)4095);
-		t_bpf_case_begin(&k, &ring, c, buf, LEN);
+		t_case_begin(&k, &ring, c, buf, LEN);
 		free(p);
 		q = malloc(SIZE);
 		T_REQUIRE(q);
@@ -46,7 +46,7 @@ int main(void)
 		free(q);
 	}
 	T_REQUIRE(tries < 20);
-	t_bpf_case_end(&k, "free() + malloc() at the same address", true);
+	t_case_end(&k, "free() + malloc() at the same address", true);
 	free(q);
 
 	regcache_destroy(c);

@@ -15,7 +15,7 @@
 
 int main(void)
 {
-	struct t_bpf_case k;
+	struct t_case k;
 	struct io_uring ring;
 	struct regcache *c;
 	char *buf;
@@ -26,7 +26,7 @@ int main(void)
 	t_bpf_require();
 	buf = t_map(LEN);
 
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	if (madvise(buf, LEN, MADV_GUARD_INSTALL)) {
 		if (errno == EINVAL) {
 			printf("SKIP: MADV_GUARD_INSTALL needs Linux 6.13\n");
@@ -35,7 +35,7 @@ int main(void)
 		T_REQUIRE(0);
 	}
 	T_REQUIRE(madvise(buf, LEN, MADV_GUARD_REMOVE) == 0);
-	t_bpf_case_end(&k, "MADV_GUARD_INSTALL + MADV_GUARD_REMOVE", true);
+	t_case_end(&k, "MADV_GUARD_INSTALL + MADV_GUARD_REMOVE", true);
 
 	regcache_destroy(c);
 	io_uring_queue_exit(&ring);

@@ -33,7 +33,7 @@ static long int80_munmap(void *addr, unsigned long len)
 
 int main(void)
 {
-	struct t_bpf_case k;
+	struct t_case k;
 	struct io_uring ring;
 	struct regcache *c;
 	char *buf;
@@ -62,12 +62,12 @@ int main(void)
 	}
 	T_EXPECT_EQ(-EINVAL, ret);
 
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_EXPECT_EQ(0, int80_munmap(buf, LEN));
 	T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
 		       -1, 0) == buf);
-	t_bpf_case_end(&k, "munmap through int $0x80", true);
+	t_case_end(&k, "munmap through int $0x80", true);
 
 	regcache_destroy(c);
 	io_uring_queue_exit(&ring);

@@ -22,7 +22,7 @@ int main(void)
 {
 	struct regcache_stats st, st2;
 	struct regcache_region *r;
-	struct t_bpf_case k;
+	struct t_case k;
 	struct io_uring ring;
 	struct regcache *c;
 	char *buf, *shared;
@@ -33,21 +33,21 @@ int main(void)
 	t_bpf_require();
 	buf = t_map(LEN);
 
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(madvise(buf, LEN, MADV_DONTNEED) == 0);
-	t_bpf_case_end(&k, "madvise(MADV_DONTNEED)", true);
+	t_case_end(&k, "madvise(MADV_DONTNEED)", true);
 
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(syscall(SYS_madvise, buf, LEN, MADV_DONTNEED) == 0);
-	t_bpf_case_end(&k, "syscall(SYS_madvise, MADV_DONTNEED)", true);
+	t_case_end(&k, "syscall(SYS_madvise, MADV_DONTNEED)", true);
 
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(madvise(buf, LEN, MADV_DONTNEED_LOCKED) == 0);
-	t_bpf_case_end(&k, "madvise(MADV_DONTNEED_LOCKED)", true);
+	t_case_end(&k, "madvise(MADV_DONTNEED_LOCKED)", true);
 
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(madvise(buf, LEN, MADV_FREE) == 0);
-	t_bpf_case_end(&k, "madvise(MADV_FREE)", false);
+	t_case_end(&k, "madvise(MADV_FREE)", false);
 
 	{
 		/* process_madvise on ourselves (Linux 6.13+ accepts
@@ -57,7 +57,7 @@ int main(void)
 		long ret;
 
 		T_REQUIRE(pidfd >= 0);
-		t_bpf_case_begin(&k, &ring, c, buf, LEN);
+		t_case_begin(&k, &ring, c, buf, LEN);
 		ret = syscall(SYS_process_madvise, pidfd, &iov, 1,
 			      MADV_DONTNEED, 0);
 		if (ret < 0 && errno == EINVAL) {
@@ -66,7 +66,7 @@ int main(void)
 			regcache_put(c, k.held);
 		} else {
 			T_EXPECT_EQ(LEN, ret);
-			t_bpf_case_end(&k, "process_madvise(self, "
+			t_case_end(&k, "process_madvise(self, "
 				       "MADV_DONTNEED)", true);
 		}
 		close(pidfd);
@@ -75,14 +75,14 @@ int main(void)
 	shared = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	T_REQUIRE(shared != MAP_FAILED);
-	t_bpf_case_begin(&k, &ring, c, shared, LEN);
+	t_case_begin(&k, &ring, c, shared, LEN);
 	T_REQUIRE(madvise(shared, LEN, MADV_REMOVE) == 0);
-	t_bpf_case_end(&k, "madvise(MADV_REMOVE) on MAP_SHARED|MAP_ANONYMOUS",
+	t_case_end(&k, "madvise(MADV_REMOVE) on MAP_SHARED|MAP_ANONYMOUS",
 		       true);
 
 	/* The same by a forked child: another process, no syscall of ours;
 	 * seen because the pages leave the shared file's page cache. */
-	t_bpf_case_begin(&k, &ring, c, shared, LEN);
+	t_case_begin(&k, &ring, c, shared, LEN);
 	{
 		int status;
 		pid_t pid = fork();
@@ -93,7 +93,7 @@ int main(void)
 		T_REQUIRE(waitpid(pid, &status, 0) == pid);
 		T_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	}
-	t_bpf_case_end(&k, "madvise(MADV_REMOVE) by a forked child on a "
+	t_case_end(&k, "madvise(MADV_REMOVE) by a forked child on a "
 		       "shared anonymous mapping", true);
 
 	/* Harmless advice keeps the region. */

@@ -9,7 +9,7 @@
 
 int main(void)
 {
-	struct t_bpf_case k;
+	struct t_case k;
 	struct io_uring ring;
 	struct regcache *c;
 	char *buf;
@@ -20,17 +20,17 @@ int main(void)
 	t_bpf_require();
 	buf = t_map(LEN);
 
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == buf);
-	t_bpf_case_end(&k, "mmap(MAP_FIXED) over", true);
+	t_case_end(&k, "mmap(MAP_FIXED) over", true);
 
-	t_bpf_case_begin(&k, &ring, c, buf + 4096, 8192);
+	t_case_begin(&k, &ring, c, buf + 4096, 8192);
 	T_REQUIRE((char *)syscall(SYS_mmap, buf + 4096, 4096,
 				  PROT_READ | PROT_WRITE,
 				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
 				  0) == buf + 4096);
-	t_bpf_case_end(&k, "syscall(SYS_mmap, MAP_FIXED) over one page", true);
+	t_case_end(&k, "syscall(SYS_mmap, MAP_FIXED) over one page", true);
 
 	regcache_destroy(c);
 	io_uring_queue_exit(&ring);

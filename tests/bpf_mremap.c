@@ -15,7 +15,7 @@
 
 int main(void)
 {
-	struct t_bpf_case k;
+	struct t_case k;
 	struct io_uring ring;
 	struct regcache *c;
 	char *buf, *dst, *moved;
@@ -28,39 +28,39 @@ int main(void)
 	buf = t_map(LEN);
 	dst = t_map(LEN);
 	T_REQUIRE(munmap(dst, LEN) == 0);
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	moved = mremap(buf, LEN, LEN, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
 	T_REQUIRE(moved == dst);
 	T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
 		       -1, 0) == buf);
-	t_bpf_case_end(&k, "mremap move, old address reused", true);
+	t_case_end(&k, "mremap move, old address reused", true);
 
 	/* The moved buffer at its new address is a new range: cache it, then
 	 * move buf on top of it (MREMAP_FIXED replaces dst). */
-	t_bpf_case_begin(&k, &ring, c, dst, LEN);
+	t_case_begin(&k, &ring, c, dst, LEN);
 	T_REQUIRE(mremap(buf, LEN, LEN, MREMAP_MAYMOVE | MREMAP_FIXED, dst) ==
 		  dst);
-	t_bpf_case_end(&k, "mremap MAYMOVE|FIXED onto a cached mapping", true);
+	t_case_end(&k, "mremap MAYMOVE|FIXED onto a cached mapping", true);
 	buf = dst;
 
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	moved = mremap(buf, LEN, LEN, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, NULL);
 	if (moved == MAP_FAILED && errno == EINVAL) {
 		printf("mremap DONTUNMAP not supported here (EINVAL)\n");
 		regcache_put(c, k.held);
 	} else {
 		T_REQUIRE(moved != MAP_FAILED);
-		t_bpf_case_end(&k, "mremap MREMAP_DONTUNMAP", true);
+		t_case_end(&k, "mremap MREMAP_DONTUNMAP", true);
 		munmap(moved, LEN);
 	}
 
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(mremap(buf, LEN, LEN / 2, 0) == buf);
 	T_REQUIRE(mmap(buf + LEN / 2, LEN / 2, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
 		       -1, 0) == buf + LEN / 2);
-	t_bpf_case_end(&k, "mremap shrink, tail mapped again", true);
+	t_case_end(&k, "mremap shrink, tail mapped again", true);
 
 	regcache_destroy(c);
 	io_uring_queue_exit(&ring);

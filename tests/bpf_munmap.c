@@ -22,7 +22,7 @@ int main(void)
 {
 	struct regcache_stats st, st2;
 	struct regcache_region *r;
-	struct t_bpf_case k;
+	struct t_case k;
 	struct io_uring ring;
 	struct regcache *c;
 	char *buf, *other;
@@ -33,20 +33,20 @@ int main(void)
 	t_bpf_require();
 
 	buf = t_map(LEN);
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(munmap(buf, LEN) == 0);
 	remap_same(buf, LEN);
-	t_bpf_case_end(&k, "libc munmap", true);
+	t_case_end(&k, "libc munmap", true);
 
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(syscall(SYS_munmap, buf, LEN) == 0);
 	remap_same(buf, LEN);
-	t_bpf_case_end(&k, "syscall(SYS_munmap)", true);
+	t_case_end(&k, "syscall(SYS_munmap)", true);
 
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(munmap(buf + 4 * 4096, 4096) == 0);
 	remap_same(buf + 4 * 4096, 4096);
-	t_bpf_case_end(&k, "munmap of one page in the middle", true);
+	t_case_end(&k, "munmap of one page in the middle", true);
 
 	/* Unrelated munmap: the region stays cached (a hit). */
 	T_EXPECT_EQ(0, regcache_get(c, buf, LEN, 0, &r));

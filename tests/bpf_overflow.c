@@ -18,7 +18,7 @@ int main(void)
 {
 	struct regcache_stats st, st2;
 	struct regcache_region *r;
-	struct t_bpf_case k;
+	struct t_case k;
 	struct io_uring ring;
 	struct regcache *c;
 	char *bufs[NBUF], *junk;
@@ -34,7 +34,7 @@ int main(void)
 		regcache_put(c, r);
 	}
 	junk = t_map(4096);
-	t_bpf_case_begin(&k, &ring, c, bufs[0], LEN);
+	t_case_begin(&k, &ring, c, bufs[0], LEN);
 	regcache_get_stats(c, &st);
 
 	for (int i = 0; i < BURST; i++)
@@ -44,7 +44,7 @@ int main(void)
 	T_REQUIRE(mmap(bufs[0], LEN, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
 		       -1, 0) == bufs[0]);
-	t_bpf_case_end(&k, "munmap whose records overflowed the ring", true);
+	t_case_end(&k, "munmap whose records overflowed the ring", true);
 
 	regcache_get_stats(c, &st2);
 	/* Every idle region went, not only bufs[0]. */

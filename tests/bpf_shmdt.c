@@ -12,7 +12,7 @@
 
 int main(void)
 {
-	struct t_bpf_case k;
+	struct t_case k;
 	struct io_uring ring;
 	struct regcache *c;
 	int id1, id2;
@@ -30,7 +30,7 @@ int main(void)
 	T_REQUIRE(buf != (void *)-1);
 	shmctl(id1, IPC_RMID, NULL);
 
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(shmdt(buf) == 0);
 	if (shmat(id2, buf, 0) != buf) {
 		fprintf(stderr, "shmat at %p: %s\n", (void *)buf,
@@ -39,7 +39,7 @@ int main(void)
 	}
 	/* Marked for removal only once attached: it would go at once. */
 	shmctl(id2, IPC_RMID, NULL);
-	t_bpf_case_end(&k, "shmdt + shmat of another segment at the same "
+	t_case_end(&k, "shmdt + shmat of another segment at the same "
 		       "address", true);
 
 	T_REQUIRE(shmdt(buf) == 0);

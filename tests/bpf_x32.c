@@ -11,7 +11,7 @@
 
 int main(void)
 {
-	struct t_bpf_case k;
+	struct t_case k;
 	struct io_uring ring;
 	struct regcache *c;
 	char *buf, *again;
@@ -31,18 +31,18 @@ int main(void)
 	}
 	buf = t_map(LEN);
 
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(syscall(X32 | SYS_munmap, buf, LEN) == 0);
 	again = mmap(buf, LEN, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	T_REQUIRE(again == buf);
 	memset(buf, 0, LEN);
-	t_bpf_case_end(&k, "x32 munmap + mmap", true);
+	t_case_end(&k, "x32 munmap + mmap", true);
 
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(syscall(X32 | SYS_madvise, buf, LEN, MADV_DONTNEED) == 0);
 	memset(buf, 0, LEN);
-	t_bpf_case_end(&k, "x32 madvise(MADV_DONTNEED)", true);
+	t_case_end(&k, "x32 madvise(MADV_DONTNEED)", true);
 
 	regcache_destroy(c);
 	io_uring_queue_exit(&ring);

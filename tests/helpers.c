@@ -231,3 +231,57 @@ bool t_registrar_same_pages(struct t_registrar *t,
 
 	return slot < t->nslots && now && t->slot[slot].pfn == now;
 }
+
+void t_case_begin(struct t_case *k, struct io_uring *ring, struct regcache *c,
+		  void *buf, size_t len)
+{
+	struct regcache_region *r;
+	struct regcache_stats st;
+
+	k->ring = ring;
+	k->cache = c;
+	k->buf = buf;
+	k->len = len;
+	T_REQUIRE(regcache_get(c, buf, len, 0, &r) == 0);
+	T_CHECK(t_dma_visible(ring, r, buf, len, 1));
+	regcache_put(c, r);
+	regcache_get_stats(c, &st);
+	T_REQUIRE(regcache_get(c, buf, len, 0, &k->held) == 0);
+	regcache_get_stats(c, &k->before);
+	T_EXPECT_EQ(st.hits + 1, k->before.hits);
+	T_CHECK(t_dma_visible(ring, k->held, buf, len, 2));
+}
+
+bool t_case_end(struct t_case *k, const char *what, bool stale_expected)
+{
+	struct regcache_region *r;
+	struct regcache_stats st;
+	bool ok = true;
+
+	if (stale_expected &&
+	    t_dma_visible(k->ring, k->held, k->buf, k->len, 3)) {
+		fprintf(stderr, "%s: negative control failed: DMA through the "
+			"old registration is still visible, so this change is "
+			"not tested\n", what);
+		t_failures++;
+	}
+	regcache_put(k->cache, k->held);
+	T_REQUIRE(regcache_get(k->cache, k->buf, k->len, 0, &r) == 0);
+	regcache_get_stats(k->cache, &st);
+	if (st.hits != k->before.hits) {
+		fprintf(stderr, "%s: the get after the change was a hit on a "
+			"stale region\n", what);
+		t_failures++;
+		ok = false;
+	}
+	if (!t_dma_visible(k->ring, r, k->buf, k->len, 4)) {
+		fprintf(stderr, "%s: DMA after the change is not visible "
+			"(stale registration)\n", what);
+		t_failures++;
+		ok = false;
+	}
+	regcache_put(k->cache, r);
+	if (ok)
+		printf("ok: %s\n", what);
+	return ok;
+}

@@ -128,4 +128,28 @@ uint64_t t_pfn(const void *addr);
 bool t_registrar_same_pages(struct t_registrar *t,
 			    struct regcache_region *region, const void *addr);
 
+/*
+ * A change under a cached region, proven with DMA (the monitor tests):
+ *   1. t_case_begin: get + put caches [buf, buf+len); a second get hits and
+ *      is held.
+ *   2. the test changes the pages and maps fresh memory at the address.
+ *   3. t_case_end: negative control, DMA through the held (old) registration
+ *      is not visible when @stale_expected (the change really stranded the
+ *      old pages); then put, get again: must be a miss with visible DMA.
+ * Returns true when step 3 passed; failures are counted in t_failures.
+ * (Steps: held region = @held; in step 3 it is still pinned while held,
+ * which is why its DMA lands in the old pages.)
+ */
+struct t_case {
+	struct io_uring *ring;
+	struct regcache *cache;
+	struct regcache_region *held;
+	char *buf;
+	size_t len;
+	struct regcache_stats before;
+};
+void t_case_begin(struct t_case *k, struct io_uring *ring, struct regcache *c,
+		  void *buf, size_t len);
+bool t_case_end(struct t_case *k, const char *what, bool stale_expected);
+
 #endif

@@ -24,7 +24,7 @@ int main(void)
 	struct io_uring ring;
 	struct regcache *c;
 	struct regcache_region *r;
-	struct t_bpf_case k;
+	struct t_case k;
 	int fd, status;
 	char *buf;
 	pid_t pid;
@@ -72,7 +72,7 @@ int main(void)
 		}
 	}
 
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	pid = fork();
 	T_REQUIRE(pid >= 0);
 	if (pid == 0) {
@@ -84,7 +84,7 @@ int main(void)
 	}
 	T_REQUIRE(waitpid(pid, &status, 0) == pid);
 	T_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	t_bpf_case_end(&k, "overlayfs (tmpfs upper): hole punched by another "
+	t_case_end(&k, "overlayfs (tmpfs upper): hole punched by another "
 		       "process", true);
 out:
 	munmap(buf, LEN);

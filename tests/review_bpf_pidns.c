@@ -23,7 +23,7 @@ static int scenario(void)
 {
 	struct io_uring ring;
 	struct regcache *c;
-	struct t_bpf_case k;
+	struct t_case k;
 	char *buf, *again;
 
 	t_ring_init(&ring);
@@ -38,13 +38,13 @@ static int scenario(void)
 		return 1;
 	}
 	buf = t_map(LEN);
-	t_bpf_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(munmap(buf, LEN) == 0);
 	again = mmap(buf, LEN, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	T_REQUIRE(again == buf);
 	memset(buf, 0, LEN);
-	t_bpf_case_end(&k, "munmap + mmap in a PID namespace", true);
+	t_case_end(&k, "munmap + mmap in a PID namespace", true);
 	fflush(stdout);
 	return t_failures ? 1 : 0;
 }

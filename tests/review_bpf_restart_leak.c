@@ -34,17 +34,17 @@ int main(void)
 	t_ring_init(&ring);
 	for (int i = 0; i < rounds; i++) {
 		struct regcache *c = t_uring_cache(&ring, 0, 0, 0);
-		struct t_bpf_case k;
+		struct t_case k;
 		char *buf = t_map(LEN), *again;
 
 		t_bpf_require();
-		t_bpf_case_begin(&k, &ring, c, buf, LEN);
+		t_case_begin(&k, &ring, c, buf, LEN);
 		T_REQUIRE(munmap(buf, LEN) == 0);
 		again = mmap(buf, LEN, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
 			     -1, 0);
 		T_REQUIRE(again == buf);
-		if (!t_bpf_case_end(&k, "munmap after a restart", true))
+		if (!t_case_end(&k, "munmap after a restart", true))
 			break;
 		regcache_destroy(c);
 		T_REQUIRE(munmap(buf, LEN) == 0);

@@ -2,15 +2,7 @@
 /*
  * Shared by the tests/uffd_*.c programs: require the userfaultfd monitor
  * (skip with a reason only when this process cannot create a userfaultfd
- * at all), and the "change under a cached region" scenario proven with DMA:
- *
- *   1. get + put: the range is cached; get again: a hit, held as @held.
- *   2. the test changes the pages behind the range and maps fresh memory
- *      at the same address.
- *   3. negative control: DMA through @held (invalidated but still pinned
- *      while held) lands in the old pages, so the app does NOT see it:
- *      proves the change really made the old registration stale.
- *   4. put @held; get: must be a miss, and DMA through it must be visible.
+ * at all), and the "change under a cached region" scenario is t_case_begin/t_case_end in helpers.h.
  *
  * Memory the monitor cannot watch (file-backed, shared) goes through
  * t_uffd_passthrough_case() instead: every get must be uncached.
@@ -87,80 +79,6 @@ static inline void t_uffd_env(void)
 	setenv("REGCACHE_MONITOR", "userfaultfd", 0);
 }
 
-struct t_uffd_case {
-	struct io_uring *ring;
-	struct regcache *cache;
-	struct regcache_region *held;
-	char *buf;
-	size_t len;
-	struct regcache_stats before;
-};
-
-/* Step 1: cache [buf, buf+len) and hold it through a hit. */
-static inline void t_uffd_case_begin(struct t_uffd_case *k, struct io_uring *ring,
-				    struct regcache *c, void *buf, size_t len)
-{
-	struct regcache_region *r;
-	struct regcache_stats st;
-
-	k->ring = ring;
-	k->cache = c;
-	k->buf = buf;
-	k->len = len;
-	T_REQUIRE(regcache_get(c, buf, len, 0, &r) == 0);
-	T_CHECK(t_dma_visible(ring, r, buf, len, 1));
-	regcache_put(c, r);
-	regcache_get_stats(c, &st);
-	T_REQUIRE(regcache_get(c, buf, len, 0, &k->held) == 0);
-	regcache_get_stats(c, &k->before);
-	T_EXPECT_EQ(st.hits + 1, k->before.hits);
-	T_CHECK(t_dma_visible(ring, k->held, buf, len, 2));
-}
-
-/*
- * Steps 3 and 4, after the test changed the range (step 2). @stale_expected:
- * whether the change is one that really strands the old pages (the negative
- * control); false for changes the kernel keeps coherent (MADV_FREE without
- * memory pressure). Returns true when the new get was a miss with visible
- * DMA.
- */
-static inline bool t_uffd_case_end(struct t_uffd_case *k, const char *what,
-				  bool stale_expected)
-{
-	struct regcache_region *r;
-	struct regcache_stats st;
-	bool visible, ok = true;
-
-	if (stale_expected) {
-		visible = t_dma_visible(k->ring, k->held, k->buf, k->len, 3);
-		if (visible) {
-			fprintf(stderr, "%s: negative control failed: DMA "
-				"through the old registration is still "
-				"visible, so this change is not tested\n",
-				what);
-			t_failures++;
-		}
-	}
-	regcache_put(k->cache, k->held);
-	T_REQUIRE(regcache_get(k->cache, k->buf, k->len, 0, &r) == 0);
-	regcache_get_stats(k->cache, &st);
-	if (st.hits != k->before.hits) {
-		fprintf(stderr, "%s: the get after the change was a hit on a "
-			"stale region\n", what);
-		t_failures++;
-		ok = false;
-	}
-	if (!t_dma_visible(k->ring, r, k->buf, k->len, 4)) {
-		fprintf(stderr, "%s: DMA after the change is not visible "
-			"(stale registration)\n", what);
-		t_failures++;
-		ok = false;
-	}
-	regcache_put(k->cache, r);
-	if (ok)
-		printf("ok: %s\n", what);
-	return ok;
-}
 
 
 /*

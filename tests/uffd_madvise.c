@@ -35,7 +35,7 @@ int main(void)
 {
 	struct regcache_stats st, st2;
 	struct regcache_region *r;
-	struct t_uffd_case k;
+	struct t_case k;
 	struct io_uring ring;
 	struct regcache *c;
 	char *buf, *shared;
@@ -46,17 +46,17 @@ int main(void)
 	t_uffd_require();
 	buf = t_map(LEN);
 
-	t_uffd_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(madvise(buf, LEN, MADV_DONTNEED) == 0);
-	t_uffd_case_end(&k, "madvise(MADV_DONTNEED)", true);
+	t_case_end(&k, "madvise(MADV_DONTNEED)", true);
 
-	t_uffd_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(syscall(SYS_madvise, buf, LEN, MADV_DONTNEED) == 0);
-	t_uffd_case_end(&k, "syscall(SYS_madvise, MADV_DONTNEED)", true);
+	t_case_end(&k, "syscall(SYS_madvise, MADV_DONTNEED)", true);
 
-	t_uffd_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	T_REQUIRE(madvise(buf, LEN, MADV_DONTNEED_LOCKED) == 0);
-	t_uffd_case_end(&k, "madvise(MADV_DONTNEED_LOCKED)", true);
+	t_case_end(&k, "madvise(MADV_DONTNEED_LOCKED)", true);
 
 	/* MADV_FREE: the kernel keeps pinned pages (no discard), so the
 	 * region may stay; whether a REMOVE event invalidates it or not, the
@@ -81,7 +81,7 @@ int main(void)
 		long ret;
 
 		T_REQUIRE(pidfd >= 0);
-		t_uffd_case_begin(&k, &ring, c, buf, LEN);
+		t_case_begin(&k, &ring, c, buf, LEN);
 		ret = syscall(SYS_process_madvise, pidfd, &iov, 1,
 			      MADV_DONTNEED, 0);
 		if (ret < 0 && errno == EINVAL) {
@@ -90,7 +90,7 @@ int main(void)
 			regcache_put(c, k.held);
 		} else {
 			T_EXPECT_EQ(LEN, ret);
-			t_uffd_case_end(&k, "process_madvise(self, "
+			t_case_end(&k, "process_madvise(self, "
 				       "MADV_DONTNEED)", true);
 		}
 		close(pidfd);

@@ -11,7 +11,7 @@
 
 int main(void)
 {
-	struct t_uffd_case k;
+	struct t_case k;
 	struct io_uring ring;
 	struct regcache *c;
 	char *cur, *buf;
@@ -32,12 +32,12 @@ int main(void)
 	buf = sbrk(LEN);
 	T_REQUIRE(buf != (void *)-1 && (uintptr_t)buf % 4096 == 0);
 
-	t_uffd_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	/* malloc in between would own the top of the heap: check it did not. */
 	T_REQUIRE((char *)sbrk(0) == buf + LEN);
 	T_REQUIRE(sbrk(-LEN) != (void *)-1);
 	T_REQUIRE(sbrk(LEN) == buf);
-	t_uffd_case_end(&k, "sbrk(-n) then sbrk(+n)", true);
+	t_case_end(&k, "sbrk(-n) then sbrk(+n)", true);
 
 	regcache_destroy(c);
 	io_uring_queue_exit(&ring);

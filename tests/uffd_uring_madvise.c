@@ -11,7 +11,7 @@ int main(void)
 {
 	struct io_uring_cqe *cqe;
 	struct io_uring_sqe *sqe;
-	struct t_uffd_case k;
+	struct t_case k;
 	struct io_uring ring;
 	struct regcache *c;
 	char *buf;
@@ -23,7 +23,7 @@ int main(void)
 	t_uffd_require();
 	buf = t_map(LEN);
 
-	t_uffd_case_begin(&k, &ring, c, buf, LEN);
+	t_case_begin(&k, &ring, c, buf, LEN);
 	sqe = io_uring_get_sqe(&ring);
 	T_REQUIRE(sqe);
 	io_uring_prep_madvise(sqe, buf, LEN, MADV_DONTNEED);
@@ -37,7 +37,7 @@ int main(void)
 		return T_EXIT_SKIP;
 	}
 	T_EXPECT_EQ(0, res);
-	t_uffd_case_end(&k, "io_uring IORING_OP_MADVISE(MADV_DONTNEED)", true);
+	t_case_end(&k, "io_uring IORING_OP_MADVISE(MADV_DONTNEED)", true);
 
 	regcache_destroy(c);
 	io_uring_queue_exit(&ring);
