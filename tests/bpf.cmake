@@ -6,7 +6,8 @@ if(NOT REGCACHE_HAVE_BPF)
 endif()
 
 foreach(t munmap mremap madvise uring_madvise map_fixed sbrk free_malloc
-          shmdt guard file_punch overflow in_use clone_vm int80 x32)
+          shmdt guard file_punch private_file_truncate overflow in_use clone_vm
+          int80 x32)
   regcache_add_test(NAME bpf_${t} SOURCES bpf_${t}.c LABELS bpf
     ENV REGCACHE_MONITOR=bpf)
 endforeach()

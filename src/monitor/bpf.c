@@ -783,7 +783,9 @@ static int vma_query(uintptr_t addr, struct rc_procmap_query *q)
  * file-backed memory: yes once its inode is in the `files` map (another
  * process can only take pages away by truncating or punching the file,
  * which removes them from the page cache), on filesystems where that inode
- * is the page-cache inode (fs_allowed). Huge pages (hugetlbfs): no, their
+ * is the page-cache inode (fs_allowed). Private file mappings: no, a
+ * truncation by another process discards their copy-on-write pages, which
+ * were never in the page cache. Huge pages (hugetlbfs): no, their
  * truncation path is not hooked.
  */
 static int bpf_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
@@ -804,6 +806,11 @@ static int bpf_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 		if (q.vma_page_size != RC_PAGE)
 			return -EOPNOTSUPP;
 		if (q.inode) {
+			/* Private file mapping: truncation by any process
+			 * throws its copy-on-write pages away without a page
+			 * leaving the page cache, so nothing would tell us. */
+			if (!(q.vma_flags & RC_PROCMAP_VMA_SHARED))
+				return -EOPNOTSUPP;
 			if (!bb.file_hook)
 				return -EOPNOTSUPP;
 			ret = watch_file(&q, start, end);
