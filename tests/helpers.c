@@ -5,10 +5,114 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <stdatomic.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+
+#include <linux/bpf.h>
+#include <linux/userfaultfd.h>
 
 #include "helpers.h"
 
 int t_failures;
+
+/* Can this process load tracing BPF programs? The smallest tracepoint
+ * program; only EPERM/EACCES mean "not here". */
+static int bpf_probe(void)
+{
+	struct bpf_insn insns[] = {
+		{ .code = 0xb7, .dst_reg = 0, .imm = 0 },	/* r0 = 0 */
+		{ .code = 0x95 },				/* exit */
+	};
+	union bpf_attr attr;
+	int fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_type = BPF_PROG_TYPE_TRACEPOINT;
+	attr.insns = (uintptr_t)insns;
+	attr.insn_cnt = 2;
+	attr.license = (uintptr_t)"GPL";
+	fd = syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/* Can this process create a userfaultfd, by syscall or /dev/userfaultfd? */
+static int uffd_probe(void)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | 1);
+	int err = errno;
+
+	if (fd < 0) {
+		int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+
+		if (dev >= 0) {
+			fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC);
+			close(dev);
+		}
+	}
+	if (fd < 0)
+		return -err;
+	close(fd);
+	return 0;
+}
+
+bool t_monitor_is(const char *name)
+{
+	return !strcmp(regcache_monitor_name(), name);
+}
+
+/* Why the wanted monitor cannot run in this process, or NULL when it
+ * could (then not getting it is a failure). */
+static const char *unavailable(const char *want, char *why, size_t n)
+{
+	int err;
+
+	if (!strcmp(want, "bpf")) {
+		err = bpf_probe();
+		if (err == -EPERM || err == -EACCES) {
+			snprintf(why, n, "this process may not load BPF "
+				 "programs (%s); run as root or with "
+				 "CAP_BPF+CAP_PERFMON", strerror(-err));
+			return why;
+		}
+	} else if (!strcmp(want, "userfaultfd")) {
+		const char *pre = getenv("LD_PRELOAD");
+
+		if (pre && strstr(pre, "vgpreload")) {
+			snprintf(why, n, "under valgrind the userfaultfd "
+				 "monitor refuses to start");
+			return why;
+		}
+		err = uffd_probe();
+		if (err) {
+			snprintf(why, n, "this process cannot create a "
+				 "userfaultfd (%s: seccomp, "
+				 "vm.unprivileged_userfaultfd or an old kernel)",
+				 strerror(-err));
+			return why;
+		}
+	}
+	return NULL;
+}
+
+void t_monitor_require(void)
+{
+	const char *want = getenv("REGCACHE_MONITOR");
+	char why[256];
+
+	if (!want || !*want || !strcmp(want, "auto") || t_monitor_is(want))
+		return;
+	if (unavailable(want, why, sizeof(why))) {
+		printf("SKIP: monitor \"%s\" unavailable: %s\n", want, why);
+		exit(T_EXIT_SKIP);
+	}
+	fprintf(stderr, "monitor is \"%s\", expected \"%s\", which should "
+		"work here; run with REGCACHE_LOG=info for why\n",
+		regcache_monitor_name(), want);
+	exit(T_EXIT_FAIL);
+}
 
 void t_ring_init(struct io_uring *ring)
 {

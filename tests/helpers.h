@@ -64,6 +64,21 @@ static inline int t_exit_status(void)
 
 #endif
 
+/*
+ * The monitor under test. CTest registers a scenario once per monitor
+ * (regcache_add_test(... MONITORS bpf userfaultfd ...)) and sets
+ * REGCACHE_MONITOR for each run.
+ *
+ * t_monitor_require(): call after creating the first cache. Returns when the
+ * process-wide monitor is the one REGCACHE_MONITOR asks for (or any, when
+ * it is unset or "auto"). Otherwise exits 77 with the reason when that
+ * monitor cannot run here at all (no CAP_BPF, no userfaultfd, no daemon
+ * socket), and 1 when it should have worked.
+ * t_monitor_is(): the running monitor is @name.
+ */
+void t_monitor_require(void);
+bool t_monitor_is(const char *name);
+
 /* A ring for fixed-buffer DMA; exits FAIL if io_uring is unavailable. */
 void t_ring_init(struct io_uring *ring);
 
