@@ -1,8 +1,10 @@
 # Debian packages with CPack, one per install component (install.cmake):
 #   cpack -G DEB --config <build>/CPackConfig.cmake
 # gives libregcache0 (runtime), libregcache-dev (dev) and regcache-tools
-# (tools), installed under /usr. Run dpkg-shlibdeps for the library
-# dependencies, so dpkg-dev must be installed (build-essential has it).
+# (tools), installed under /usr; configure with -DCMAKE_INSTALL_PREFIX=/usr
+# so that the library goes to the multiarch directory. The dependencies on
+# other libraries come from dpkg-shlibdeps, which needs dpkg-dev
+# (build-essential has it) and file.
 set(CPACK_PACKAGE_NAME regcache)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
@@ -24,9 +26,10 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_CURRENT_BINARY_DIR})
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libregcache0)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
-# A shlibs file for packages that link the library, and the ldconfig trigger
-# that puts it in the loader's cache.
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_GENERATE_SHLIBS ON)
+# A shlibs file, so that other packages linking the library depend on
+# libregcache0 (>= the version they were built with). (CPack adds the
+# ldconfig calls to postinst/postrm by itself.) Only this package has one.
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
   "the shared library: caches DMA memory registrations (io_uring fixed
