@@ -1,10 +1,9 @@
 /*
- * Description: review (eBPF monitor): every BPF fd is O_CLOEXEC so that an
- * exec drops it. In a fork()ed child, bpf.c's atfork handler dup2()s
- * /dev/null over each inherited BPF fd; dup2 clears FD_CLOEXEC, so a child
- * that forks and execs (the usual fork + exec of a helper program) would
- * leak one /dev/null fd per BPF object into the new program. After fork,
- * every fd that regcache opened must still be close-on-exec.
+ * Description: eBPF monitor: after fork, every fd that regcache opened is
+ * still close-on-exec, so a child that forks and execs a helper program
+ * leaks none of them into it. The monitor's fork handler replaces each
+ * inherited BPF fd in the child with /dev/null, and dup2() would clear
+ * FD_CLOEXEC on the way.
  */
 #include <dirent.h>
 #include <fcntl.h>

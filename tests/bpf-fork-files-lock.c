@@ -1,11 +1,10 @@
 /*
- * Description: review (eBPF monitor): fork() while another thread is inside
- * the monitor's ->watch() of a shared (file-backed) mapping. The child then
- * uses regcache on a memfd mapping of its own. bpf.c's files_lock is held
- * by the parent's thread at the moment of fork and nothing releases or
- * re-initialises it in the child (pthread_atfork only handles mon_lock and
- * the BPF fds), so the child's first watch of a file mapping must not hang.
- * A child that has not finished after a generous watchdog is a deadlock.
+ * Description: eBPF monitor: fork() while another thread is inside the
+ * monitor's ->watch() of a shared (file-backed) mapping, holding the lock
+ * of the file-watch table. The child then uses regcache on a memfd mapping
+ * of its own; its first watch of a file mapping must not hang on a lock
+ * taken by a thread that does not exist in the child. A child that has not
+ * finished after a generous watchdog is a deadlock.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -48,7 +47,7 @@ static int child(void)
 	alarm(20);
 	t_ring_init(&ring);
 	c = t_uring_cache(&ring, 0, 0, 0);
-	fd = memfd_create("review-child", MFD_CLOEXEC);
+	fd = memfd_create("fork-child", MFD_CLOEXEC);
 	if (fd < 0 || ftruncate(fd, LEN))
 		return 2;
 	buf = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -73,7 +72,7 @@ int main(void)
 	cache = t_uring_cache(&ring, 0, 0, 0);
 	t_monitor_require();
 
-	fd = memfd_create("review-parent", MFD_CLOEXEC);
+	fd = memfd_create("fork-parent", MFD_CLOEXEC);
 	T_REQUIRE(fd >= 0 && ftruncate(fd, LEN) == 0);
 	shared_buf = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	T_REQUIRE(shared_buf != MAP_FAILED);

@@ -1,12 +1,12 @@
 /*
- * Description: review (eBPF monitor): a shared mapping of a file on
- * overlayfs (every container image) whose upper layer is tmpfs, so the
- * device may pin it. /proc/self/maps and PROCMAP_QUERY report the overlay
- * inode, but the page cache belongs to the real tmpfs inode, which is what
- * the page-cache hook sees. A hole punched by ANOTHER process must still
- * invalidate the cached region (negative control: the old registration is
- * really stale). Serving the mapping pass-through (uncached) is also
- * correct; a cached region that survives the punch is the bug.
+ * Description: eBPF monitor: a shared mapping of a file on overlayfs
+ * (every container image) whose upper layer is tmpfs, so the device may pin
+ * it. /proc/self/maps and PROCMAP_QUERY report the overlay inode, but the
+ * page cache belongs to the real tmpfs inode, which is what the page-cache
+ * hook sees. A hole punched by another process must not leave a stale
+ * cached region: either the region is invalidated or the mapping is served
+ * pass-through (uncached). Negative control: the old registration is
+ * really stale.
  */
 #include <fcntl.h>
 #include <sched.h>

@@ -1,13 +1,12 @@
 /*
- * Description: review (eBPF monitor): a process in a PID namespace (any
- * container). bpf.c keys every BPF map by getpid(), the namespace-local
- * pid, while the programs look up bpf_get_current_pid_tgid(), the global
- * tgid. Set up so that our namespace pid equals the global tgid of a busy
- * unrelated process (a helper looping mmap/munmap): the self-test then
- * passes on the helper's munmaps and the monitor reports "bpf" while it
- * never sees our own munmaps. A munmap + mmap at the same address must
- * still not be served from the cache (checked with DMA), and the monitor
- * must work at all inside the namespace.
+ * Description: eBPF monitor: a process in a PID namespace (any container)
+ * is monitored by its global tgid, which is what the programs see, not by
+ * the namespace-local pid that getpid() returns. Set up so that our
+ * namespace pid equals the global tgid of a busy unrelated process (a
+ * helper looping mmap/munmap): a monitor keyed by the local pid would pass
+ * its self-test on the helper's munmaps and never see ours. A munmap + mmap
+ * at the same address must not be served from the cache (checked with
+ * DMA), and the monitor must work at all inside the namespace.
  */
 #include <fcntl.h>
 #include <sched.h>

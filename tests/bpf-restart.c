@@ -1,6 +1,6 @@
 /*
- * Description: review (eBPF monitor): starting and stopping the monitor
- * again and again (first regcache_create / last regcache_destroy, and
+ * Description: eBPF monitor: starting and stopping the monitor again and
+ * again (first regcache_create / last regcache_destroy, and
  * regcache_monitor_name() with no cache) leaks neither fds nor mappings
  * (the ring's three mappings, libbpf's .bss map), and every restarted
  * monitor still catches a munmap + mmap at the same address (DMA-checked).

@@ -1,11 +1,10 @@
 /*
  * Description: a region is never deregistered while a get holds it, when
- * kills race with owner hits (biased counts) and with other threads' last
- * puts and kill_finish scans. Hypothesis under test: a dead region may be
- * claimed by a thread whose membarrier()/fence ran BEFORE the region was
- * killed (rc_region_kill_finish scanning the whole dead list, or
- * rc_region_try_claim from a non-owner's put), so an owner's plain
- * owner_refs store still in its store buffer is missed. The registrar is a
+ * kills race with the owner thread's hits (which count their references
+ * apart, without atomics on the shared count) and with other threads' last
+ * puts and scans of the dead regions. The hazard is a claim of a dead region
+ * by a thread whose barrier ran before the region was killed, which could
+ * miss an owner's reference still in its store buffer. The registrar is a
  * null one whose handles record whether they are registered; holders check
  * it while they hold the region. Bounded by iteration counts.
  */

@@ -1,12 +1,11 @@
 /*
  * Description: regcache_flush() also drops a registration that is in
  * flight. REGCACHE_FLAG_EXPLICIT_INVALIDATE lets the application call
- * regcache_invalidate() "(or regcache_flush())" before it reuses memory.
- * Thread W misses on a buffer and is inside ops->reg (old pages pinned, not
- * yet indexed) when the application calls regcache_flush(), unmaps the
- * buffer and maps new pages at the same address. W's registration must not
- * be cached: a later get must register the new pages. (regcache_invalidate
- * taints pending registrations since 0f3a900; flush does not.)
+ * regcache_invalidate() or regcache_flush() before it reuses memory. Thread
+ * W misses on a buffer and is inside ops->reg (old pages pinned, not yet
+ * indexed) when the application calls regcache_flush(), unmaps the buffer
+ * and maps new pages at the same address. W's registration must not be
+ * cached: a later get must register the new pages.
  * Oracle: READ_FIXED from a pipe through the region, and the frame numbers.
  */
 #include <string.h>

@@ -1,11 +1,11 @@
 /*
- * Description: region memory stays bounded when more threads miss than there are owner buckets.
- * Free regions are kept per owner thread in a fixed number of buckets (64, then 256) that are never
- * released; a region owned by a thread that found no bucket is never
- * reused (region.c:rc_region_free_locked), so every miss by such a thread
- * takes a new region for good. Here 300 concurrent threads each run rounds
- * of miss + invalidate on their own buffer; the second half of the rounds
- * must not grow the heap (mallinfo2), since the working set is the same.
+ * Description: region memory stays bounded when more threads miss than
+ * there are owner buckets. Free regions are kept per owner thread in a fixed
+ * number of buckets; a region owned by a thread that found no bucket must
+ * still be reused, or every miss by such a thread would take a new region
+ * for good. Here 300 concurrent threads each run rounds of miss +
+ * invalidate on their own buffer; the second half of the rounds must not
+ * grow the heap (mallinfo2), since the working set is the same.
  */
 #include <malloc.h>
 #include <string.h>

@@ -1,12 +1,11 @@
 /*
  * Description: in a forked child, a region that another parent thread held
  * at fork does not poison the region's reuse. The child forgets the
- * parent's regions and puts them on the free lists with their reference
- * counts as they were (region.c:rc_region_forget_all_locked); the holder
- * does not exist in the child and never puts, so the next incarnation of
- * that region in the child starts with a phantom reference: it is never
- * idle, and when invalidated it is never deregistered. Null registrar with
- * per-handle state; single-threaded child.
+ * parent's regions; the holder does not exist in the child and never puts,
+ * so if the forgotten region kept its reference count, its next incarnation
+ * in the child would start with a phantom reference: never idle, and never
+ * deregistered when invalidated. Null registrar with per-handle state;
+ * single-threaded child.
  */
 #include <errno.h>
 #include <string.h>

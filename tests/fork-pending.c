@@ -1,13 +1,12 @@
 /*
  * Description: a fork while another thread is inside ops->reg (a pending
- * registration, cache lock NOT held, which design.md does not exclude)
- * must not leave that thread's on-stack pending record on the child's
- * cache. In the child the thread does not exist; glibc hands its stack to
- * the next thread the child creates, and every sync of the cache then walks
- * and writes through whatever that new thread keeps there.
- * The child's new thread fills its stack with pointers to a decoy record;
- * if the cache follows the stale list into it, the decoy's "tainted" byte
- * gets written by the library.
+ * registration, cache lock not held) leaves no trace of that thread's
+ * on-stack pending record on the child's cache. In the child the thread
+ * does not exist; glibc hands its stack to the next thread the child
+ * creates, and a cache that still listed the record would walk and write
+ * through whatever that new thread keeps there. The child's new thread
+ * fills its stack with pointers to a decoy record; the library must never
+ * write the decoy's "tainted" byte.
  */
 #include <string.h>
 #include <sys/wait.h>

@@ -1,12 +1,11 @@
 /*
  * Description: in a forked child, a thread whose get starts while another
  * thread is recovering the cache from the fork never hits a parent's
- * region. rc_monitor_sync() re-initialises the cursor (epoch and generation
- * now "current" for the hit path) and only then does its caller forget the
- * parent's regions, so a hit in between finds them live. The window is
- * widened by giving the cache many regions (forgetting them takes a while)
- * and asking for the one forgotten last. Null registrar whose handles
- * record the registering process.
+ * region: the hit path must not see the monitor's cursor as current before
+ * the parent's regions are forgotten. The window is widened by giving the
+ * cache many regions (forgetting them takes a while) and asking for the one
+ * forgotten last. Null registrar whose handles record the registering
+ * process.
  */
 #include <errno.h>
 #include <string.h>

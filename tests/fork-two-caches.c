@@ -1,11 +1,11 @@
 /*
- * Description: after fork, EVERY cache in the child forgets the parent's
+ * Description: after fork, every cache in the child forgets the parent's
  * regions, not only the first one that notices the fork. Two caches share
  * the process-wide monitor; in the child, cache A's slow path repairs the
  * fork guard and restarts the monitor (queue head back to 0). Cache B's
- * cursor still holds the parent's generation; if the child's generation
- * equals it (always with the "none" monitor: both are 0), B's hit path sees
- * "current" and a non-zero guard and serves the parent's registration.
+ * cursor still holds the parent's generation, which can equal the child's
+ * (always with the "none" monitor: both are 0); B must still not serve the
+ * parent's registration.
  * Oracle: the child's copy of the pinned page has a different frame than
  * the one the registration pinned (/proc/self/pagemap, needs root), and
  * the miss counter.
