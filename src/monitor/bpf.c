@@ -38,6 +38,7 @@
 
 #include "../log.h"
 #include "monitor.h"
+#include "bpf_files.h"
 #include "vma.h"
 #include "rc_bpf_abi.h"
 #include "rc_monitor.skel.h"
@@ -46,7 +47,7 @@
 
 /* The one instance (the monitor is process-wide). Fields are written by
  * ->start()/->stop()/->forked() under the monitor lock; ->pull() also runs
- * under it; ->watch() takes files_lock. */
+ * under it; ->watch() takes files.lock. */
 static struct bpf_backend {
 	struct rc_monitor_bpf *skel;
 	int ring_fd;
@@ -62,28 +63,15 @@ static struct bpf_backend {
 	uint64_t drops_seen;
 	bool file_hook;		/* page-cache removals are seen */
 	bool ignore_drops;	/* test only: rely on the headroom alone */
-	pthread_mutex_t files_lock;
-	uint64_t nfiles;
-	/* Which filesystems (by superblock dev) may be watched; under
-	 * files_lock. See fs_allowed(). */
-	int mountinfo_fd;
-	__u64 shmem_dev;	/* internal shmem mount: memfd, shared anon, SysV */
-	unsigned nfs;
-	struct {
-		__u64 dev;
-		bool ok;
-	} fs[32];
+	struct rc_bpf_files files;	/* ->watch() of file mappings */
 } ebpf = {
 	.ring_fd = -1,
 	.vmas = { .maps_fd = -1 },
 	.null_fd = -1,
-	.mountinfo_fd = -1,
-	.files_lock = PTHREAD_MUTEX_INITIALIZER,
+	.files = RC_BPF_FILES_INIT,
 };
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
-static void learn_shmem_dev(void);
 
 static double now_ms(void)
 {
@@ -114,7 +102,9 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt,
 	if (n && !libbpf_last[0]) {
 		/* Keep one line: a verifier log follows its header. */
 		buf[strcspn(buf, "\n")] = 0;
-		snprintf(libbpf_last, sizeof(libbpf_last), "%s", buf);
+		n = strnlen(buf, sizeof(libbpf_last) - 1);
+		memcpy(libbpf_last, buf, n);
+		libbpf_last[n] = 0;
 	}
 	rc_debug("libbpf: %s", buf);
 	return 0;
@@ -153,24 +143,25 @@ static void atfork_child(void)
 	null_over(ebpf.ring_fd);
 }
 
-/* A fork while another thread is inside watch_file() would leave files_lock
- * locked forever in the child (the owner does not exist there), and the
- * child's first watch of a shared mapping would hang: hold it across fork.
- * Nothing takes the monitor lock while holding files_lock, so the order
+/* A fork while another thread is inside rc_bpf_files_watch() would leave
+ * its lock locked forever in the child (the owner does not exist there),
+ * and the child's first watch of a shared mapping would hang: hold it
+ * across fork.
+ * Nothing takes the monitor lock while holding files.lock, so the order
  * against monitor.c's own prepare handler cannot deadlock. */
 static void atfork_prepare(void)
 {
-	pthread_mutex_lock(&ebpf.files_lock);
+	pthread_mutex_lock(&ebpf.files.lock);
 }
 
 static void atfork_parent(void)
 {
-	pthread_mutex_unlock(&ebpf.files_lock);
+	pthread_mutex_unlock(&ebpf.files.lock);
 }
 
 static void atfork_child_unlock(void)
 {
-	pthread_mutex_unlock(&ebpf.files_lock);
+	pthread_mutex_unlock(&ebpf.files.lock);
 	atfork_child();
 }
 
@@ -220,16 +211,12 @@ static void teardown(bool in_child)
 	rc_vma_source_close(&ebpf.vmas);
 	if (ebpf.null_fd >= 0)
 		close(ebpf.null_fd);
-	if (ebpf.mountinfo_fd >= 0)
-		close(ebpf.mountinfo_fd);
-	ebpf.ring_fd = ebpf.null_fd = ebpf.mountinfo_fd = -1;
-	ebpf.shmem_dev = 0;
-	ebpf.nfs = 0;
-	ebpf.nfiles = 0;
+	rc_bpf_files_close(&ebpf.files);
+	ebpf.ring_fd = ebpf.null_fd = -1;
 	ebpf.drops_seen = 0;
 }
 
-static const char *why(int err)
+static const char *bpf_errno_hint(int err)
 {
 	switch (err) {
 	case EPERM:
@@ -449,6 +436,7 @@ static int bpf_start(struct rc_monitor *mon)
 	libbpf_print_fn_t old_print;
 	struct rc_bpf_proc st = { 0 };
 	struct rlimit memlock;
+	const char *files_problem;
 	double t0 = now_ms(), t1;
 	__u64 mm = 0;
 	int ret;
@@ -540,13 +528,10 @@ static int bpf_start(struct rc_monitor *mon)
 	restore_memlock(&memlock);
 
 	rc_vma_source_open(&ebpf.vmas, "REGCACHE_BPF_NO_PROCMAP_QUERY");
-	ebpf.mountinfo_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-	learn_shmem_dev();
-	if (ebpf.file_hook && (ebpf.mountinfo_fd < 0 || !ebpf.shmem_dev))
+	files_problem = rc_bpf_files_open(&ebpf.files);
+	if (ebpf.file_hook && files_problem)
 		rc_info("eBPF monitor: %s: some shared and file mappings are "
-			"served uncached", ebpf.mountinfo_fd < 0 ?
-				"cannot read /proc/self/mountinfo" :
-				"cannot learn the shmem device (memfd_create)");
+			"served uncached", files_problem);
 	mon->caps = (struct rc_monitor_caps){
 		.can_cache = true,
 		.synchronous = true,
@@ -566,7 +551,7 @@ fail:
 		ret = -ret;
 	if (!ret)
 		ret = -EINVAL;
-	rc_info("eBPF monitor unavailable: %s%s%s", why(-ret),
+	rc_info("eBPF monitor unavailable: %s%s%s", bpf_errno_hint(-ret),
 		libbpf_last[0] ? "; libbpf said: " : "", libbpf_last);
 	teardown(false);
 	return ret;
@@ -606,172 +591,6 @@ static void bpf_pull(struct rc_monitor *mon)
 	}
 }
 
-/* Is the filesystem of mountinfo line @line (NUL-terminated) the one with
- * superblock dev maj:min? Sets *ok to whether its type is allowed. */
-static bool mountinfo_match(const char *line, bool truncated, unsigned maj,
-			    unsigned min, bool *ok)
-{
-	static const char *const allowed[] = { "tmpfs", "ext4", "xfs",
-					       "btrfs" };
-	unsigned lmaj, lmin;
-	const char *sep;
-	size_t n;
-
-	if (sscanf(line, "%*u %*u %u:%u", &lmaj, &lmin) != 2 || lmaj != maj ||
-	    lmin != min)
-		return false;
-	*ok = false;
-	/* Optional fields end with " - "; the type follows. A line cut by
-	 * our buffer is not trusted. */
-	sep = strstr(line, " - ");
-	if (truncated || !sep)
-		return true;
-	sep += 3;
-	n = strcspn(sep, " ");
-	for (size_t i = 0; i < sizeof(allowed) / sizeof(*allowed); i++)
-		if (strlen(allowed[i]) == n && !memcmp(sep, allowed[i], n))
-			*ok = true;
-	return true;
-}
-
-/* Read /proc/self/mountinfo through stack buffers (no allocation) for the
- * filesystem with superblock dev maj:min. Not found: not allowed. */
-static bool mountinfo_allowed(unsigned maj, unsigned min)
-{
-	char buf[4096], line[4096];
-	size_t len = 0;
-	bool truncated = false, ok = false;
-	ssize_t n;
-
-	if (lseek(ebpf.mountinfo_fd, 0, SEEK_SET) < 0)
-		return false;
-	while ((n = read(ebpf.mountinfo_fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
-			if (buf[i] != '\n') {
-				if (len < sizeof(line) - 1)
-					line[len++] = buf[i];
-				else
-					truncated = true;
-				continue;
-			}
-			line[len] = 0;
-			if (mountinfo_match(line, truncated, maj, min, &ok))
-				return ok;
-			len = 0;
-			truncated = false;
-		}
-	}
-	return false;
-}
-
-/*
- * May pages of a mapping on filesystem dev be cached? Only where the inode
- * that PROCMAP_QUERY (or /proc/self/maps) reports is the inode whose page
- * cache holds the pages, so that the page-cache hook, keyed by that inode,
- * sees a truncate or hole punch by another process: shmem (memfd, shared
- * anonymous, SysV shm, tmpfs), ext4, xfs, btrfs. Not overlayfs (the mapping
- * names the overlay inode, the pages belong to the upper or lower one) nor
- * FUSE or network filesystems (pages can go away without a local
- * page-cache removal we hook), nor anything unknown. Answers are cached
- * per dev; the cache is dropped when the mount table changes (poll on
- * mountinfo reports it), since a dev can be reused by a new superblock
- * once the old one is unmounted. Under files_lock.
- */
-static bool fs_allowed(unsigned maj, unsigned min)
-{
-	__u64 dev = ((__u64)maj << 20) | min;
-	struct pollfd pfd = { .fd = ebpf.mountinfo_fd, .events = POLLPRI };
-	bool ok;
-
-	if (ebpf.shmem_dev && dev == ebpf.shmem_dev)
-		return true;
-	if (ebpf.mountinfo_fd < 0)
-		return false;
-	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLERR | POLLPRI)))
-		ebpf.nfs = 0;
-	for (unsigned i = 0; i < ebpf.nfs; i++)
-		if (ebpf.fs[i].dev == dev)
-			return ebpf.fs[i].ok;
-	ok = mountinfo_allowed(maj, min);
-	if (ebpf.nfs == sizeof(ebpf.fs) / sizeof(*ebpf.fs))
-		ebpf.nfs = 0;
-	ebpf.fs[ebpf.nfs].dev = dev;
-	ebpf.fs[ebpf.nfs].ok = ok;
-	ebpf.nfs++;
-	if (!ok)
-		rc_debug("eBPF monitor: mappings of filesystem %u:%u are served "
-			 "uncached (not tmpfs/shmem, ext4, xfs or btrfs)",
-			 maj, min);
-	return ok;
-}
-
-/* Learn the dev of the kernel's internal shmem mount (memfd, shared
- * anonymous memory, SysV shm), which is not in mountinfo. */
-static void learn_shmem_dev(void)
-{
-	struct stat st;
-	int fd = memfd_create("regcache-shmem-probe", MFD_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	if (!fstat(fd, &st))
-		ebpf.shmem_dev = ((__u64)major(st.st_dev) << 20) |
-			       minor(st.st_dev);
-	close(fd);
-}
-
-/* Remember a file that a watched range maps, so that any process that
- * truncates or punches it invalidates us. Entries live until stop(): a
- * stale one only costs a spurious invalidation. */
-static int watch_file(const struct rc_procmap_query *q, uintptr_t start,
-		      uintptr_t end)
-{
-	struct rc_bpf_file_key key = {
-		.dev = ((__u64)q->dev_major << 20) | q->dev_minor,
-		.ino = q->inode,
-	};
-	uintptr_t s = start > q->vma_start ? start : q->vma_start;
-	uintptr_t e = end < q->vma_end ? end : q->vma_end;
-	__u64 lo = q->vma_offset / RC_PAGE + (s - q->vma_start) / RC_PAGE;
-	__u64 hi = q->vma_offset / RC_PAGE + (e - q->vma_start + RC_PAGE - 1) /
-						     RC_PAGE;
-	struct rc_bpf_file f = { .tgid = ebpf.tgid, .pgoff_lo = lo,
-				 .pgoff_hi = hi };
-	int fd = bpf_map__fd(ebpf.skel->maps.files);
-	bool found;
-	int ret = 0;
-
-	pthread_mutex_lock(&ebpf.files_lock);
-	if (!fs_allowed(q->dev_major, q->dev_minor)) {
-		ret = -EOPNOTSUPP;
-		goto out;
-	}
-	found = bpf_map_lookup_elem(fd, &key, &f) == 0;
-	if (found) {
-		if (f.pgoff_lo <= lo && f.pgoff_hi >= hi)
-			goto out;
-		f.pgoff_lo = f.pgoff_lo < lo ? f.pgoff_lo : lo;
-		f.pgoff_hi = f.pgoff_hi > hi ? f.pgoff_hi : hi;
-	}
-	if (bpf_map_update_elem(fd, &key, &f, BPF_ANY)) {
-		ret = -errno;
-		rc_info("cannot watch file %u:%u/%llu (%s): served uncached",
-			q->dev_major, q->dev_minor, (unsigned long long)q->inode,
-			strerror(-ret));
-		goto out;
-	}
-	if (!found) {
-		ebpf.nfiles++;
-		/* After the entry exists: the page-cache hook tests nfiles
-		 * first. */
-		__atomic_store_n(&ebpf.skel->bss->nfiles, ebpf.nfiles,
-				 __ATOMIC_RELEASE);
-	}
-out:
-	pthread_mutex_unlock(&ebpf.files_lock);
-	return ret;
-}
-
 static int vma_query(uintptr_t addr, struct rc_procmap_query *q)
 {
 	return rc_vma_query(&ebpf.vmas, addr, q);
@@ -783,7 +602,7 @@ static int vma_query(uintptr_t addr, struct rc_procmap_query *q)
  * file-backed memory: yes once its inode is in the `files` map (another
  * process can only take pages away by truncating or punching the file,
  * which removes them from the page cache), on filesystems where that inode
- * is the page-cache inode (fs_allowed). Private file mappings: no, a
+ * is the page-cache inode (bpf_files.c). Private file mappings: no, a
  * truncation by another process discards their copy-on-write pages, which
  * were never in the page cache. Huge pages (hugetlbfs): no, their
  * truncation path is not hooked.
@@ -813,7 +632,11 @@ static int bpf_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 				return -EOPNOTSUPP;
 			if (!ebpf.file_hook)
 				return -EOPNOTSUPP;
-			ret = watch_file(&q, start, end);
+			ret = rc_bpf_files_watch(
+				&ebpf.files,
+				bpf_map__fd(ebpf.skel->maps.files),
+				&ebpf.skel->bss->nfiles, ebpf.tgid, &q, start,
+				end);
 			if (ret)
 				return ret;
 		}
