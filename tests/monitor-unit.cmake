@@ -1,0 +1,9 @@
+# Unit tests of the monitor backends' pure structures (src/monitor/).
+# They compile the structure's source into the test, since its symbols are
+# hidden in the library.
+include_guard(GLOBAL)
+
+regcache_add_test(NAME ranges-unit
+  SOURCES ranges-unit.c ${PROJECT_SOURCE_DIR}/src/monitor/ranges.c
+  LABELS core unit)
+target_include_directories(ranges-unit PRIVATE ${PROJECT_SOURCE_DIR}/src)
