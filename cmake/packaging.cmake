@@ -57,6 +57,6 @@ set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME regcache-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
 set(CPACK_COMPONENT_TOOLS_DEPENDS runtime)
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION
-  "regcache-demo and regcache-bench (and the other tools built).")
+  "regcache-info, regcache-demo, regcache-bench and the other tools built.")
 
 include(CPack)

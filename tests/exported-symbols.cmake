@@ -1,4 +1,4 @@
-# exported_symbols: src/libregcache.map and `nm -D` agree. The library
+# exported-symbols: src/libregcache.map and `nm -D` agree. The library
 # exports exactly the calls the map names, each in the version node the map
 # puts it in; the map names each call by itself (no wildcard) and only calls
 # that a public header declares; a call the map names is missing only when

@@ -9,8 +9,9 @@
 #     CMake's find_package(regcache)) and runs both;
 #  3. with --packages: builds the Debian packages with CPack, installs them
 #     with apt-get, builds and runs the example against the system's copy
-#     (both ways again), runs the installed regcache-demo and checks that
-#     `man regcache_get` finds its page. The packages are removed at the end.
+#     (both ways again), runs the installed regcache-info and regcache-demo
+#     and checks that `man regcache_get` finds its page. The packages are
+#     removed at the end.
 #     Needs root; this is what CI (.ci/run) does on its fresh machine.
 # The example DMAs through io_uring fixed buffers, so io_uring must work.
 #
@@ -126,13 +127,14 @@ step "apt-get install the packages"
 installed_debs=(libregcache0 libregcache-dev regcache-tools)
 apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=300 \
 	"${debs[@]}" >/dev/null
-for cmd in regcache-demo regcache-bench; do
+for cmd in regcache-info regcache-demo regcache-bench; do
 	[ "$(command -v $cmd)" = /usr/bin/$cmd ] || fail "$cmd not in /usr/bin"
 done
 sys_libdir=$(dirname "$(dpkg -L libregcache0 | grep 'libregcache\.so\.0$')")
 build_consumers system "$sys_libdir"
 
-step "the installed regcache-demo"
+step "the installed regcache-info and regcache-demo"
+regcache-info >/dev/null || fail "regcache-info exited with $?"
 regcache-demo --iterations 300 --repeat 1 --modes regcache >/dev/null ||
 	fail "regcache-demo exited with $?"
 
