@@ -41,5 +41,5 @@ function(regcache_add_man_test)
     -DAPI=${CMAKE_CURRENT_BINARY_DIR}/regcache-api.cmake
     -DGROFF=${REGCACHE_GROFF}
     -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/check-man.cmake)
-  set_tests_properties(man-pages PROPERTIES LABELS "core;install" TIMEOUT 60)
+  set_tests_properties(man-pages PROPERTIES LABELS install TIMEOUT 60)
 endfunction()
