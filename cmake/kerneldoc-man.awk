@@ -117,8 +117,10 @@ function synopsis(i,    n, lines, k, j, l, p, re, out) {
 	return out
 }
 
+# The page header; .nh and .ad l (ragged right): identifiers such as
+# regcache_uring_create_slots() are neither hyphenated nor spread out.
 function th(name) {
-	return ".TH " name " 3 \"\" \"regcache " version "\" \"regcache manual\"\n"
+	return ".TH " name " 3 \"\" \"regcache " version "\" \"regcache manual\"\n.nh\n.ad l\n"
 }
 
 function generated(hdr) {
