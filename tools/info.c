@@ -565,7 +565,11 @@ static void explain(const struct info *in, struct monitor_report *m)
 		if (!m->known)
 			add_reason(m, "not in this library (it does not know "
 				      "REGCACHE_MONITOR=regcached)");
-		if (!in->socket_exists)
+		if (!in->socket_exists && in->socket_err == EACCES)
+			add_reason(m, "cannot reach %s: %s (a directory on "
+				      "the path shuts this user out)",
+				   in->socket_path, strerror(in->socket_err));
+		else if (!in->socket_exists)
 			add_reason(m, "no socket at %s (%s): the node service "
 				      "regcached does not run here%s",
 				   in->socket_path, strerror(in->socket_err),
@@ -578,7 +582,7 @@ static void explain(const struct info *in, struct monitor_report *m)
 				   " (the socket's or its directory's mode "
 				   "shuts this user out)" :
 				   in->socket_err == ECONNREFUSED ?
-				   " (nothing listens: regcached stopped)" : "");
+				   " (nothing listens on it: regcached is not running)" : "");
 	} else if (!strcmp(m->name, "bpf")) {
 		if (!m->known)
 			add_reason(m, "not in this library (it was built "
