@@ -909,9 +909,14 @@ static void version_num(char *out, unsigned long long v)
 static void version(struct info *in)
 {
 #ifdef REGCACHE_VERSION_MAJOR
+#ifdef REGCACHE_VERSION_PATCH
 	snprintf(in->header_version, sizeof(in->header_version), "%d.%d.%d",
 		 (int)REGCACHE_VERSION_MAJOR, (int)REGCACHE_VERSION_MINOR,
 		 (int)REGCACHE_VERSION_PATCH);
+#else
+	snprintf(in->header_version, sizeof(in->header_version), "%d.%d",
+		 (int)REGCACHE_VERSION_MAJOR, (int)REGCACHE_VERSION_MINOR);
+#endif
 	_Generic(regcache_version(), const char *: version_str,
 		 char *: version_str, default: version_num)(in->version,
 							    regcache_version());

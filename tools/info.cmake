@@ -5,3 +5,6 @@ add_executable(regcache-info ${CMAKE_CURRENT_LIST_DIR}/info.c)
 target_link_libraries(regcache-info PRIVATE regcache)
 target_compile_definitions(regcache-info PRIVATE
   INFO_BUILD_VERSION="${PROJECT_VERSION}")
+include(GNUInstallDirs)
+install(TARGETS regcache-info RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  COMPONENT tools)
