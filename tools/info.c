@@ -203,9 +203,9 @@ static void explain(const struct info *in, struct monitor_report *m)
 				   " (nothing listens on it: regcached is not running)" : "");
 	} else if (!strcmp(m->name, "bpf")) {
 		if (!m->known)
-			add_reason(m, "not in this library (it was built "
-				      "without clang, bpftool, libbpf or "
-				      "kernel BTF)");
+			add_reason(m, "not in this library (building it "
+				      "needs clang, bpftool, libbpf, kernel "
+				      "BTF and x86_64; see cmake's output)");
 		if (!has_cap(in, INFO_CAP_BPF) && !admin)
 			add_reason(m, "no CAP_BPF (nor CAP_SYS_ADMIN): loading "
 				      "the tracing programs needs CAP_BPF and "
