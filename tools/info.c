@@ -89,11 +89,11 @@ static const char *monitor_of_new_cache(void)
  * "regcache <level>: func:line: " prefix and the lines every run prints. */
 static void keep_log_line(struct monitor_report *m, const char *line)
 {
-	const char *msg = line;
+	const char *msg = line, *p;
+	size_t len;
 
 	if (!strncmp(msg, "regcache ", 9)) {
-		const char *p = strstr(msg, ": ");
-
+		p = strstr(msg, ": ");
 		if (p && (p = strstr(p + 2, ": ")))
 			msg = p + 2;
 	}
@@ -101,8 +101,13 @@ static void keep_log_line(struct monitor_report *m, const char *line)
 	    !strncmp(msg, "REGCACHE_MONITOR=", 17) ||
 	    (strstr(msg, "monitor backend \"") && strstr(msg, "\" started")))
 		return;
-	if (m->nlog < MAX_LOG)
-		copy_text(m->log[m->nlog++], TEXT, msg);
+	if (m->nlog >= MAX_LOG)
+		return;
+	/* The pointer to this tool says nothing here. */
+	p = strstr(msg, " (regcache-info says why)");
+	len = p ? (size_t)(p - msg) : strlen(msg);
+	copy_text(m->log[m->nlog], len + 1 < TEXT ? len + 1 : TEXT, msg);
+	m->nlog++;
 }
 
 /*
