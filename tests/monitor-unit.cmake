@@ -11,3 +11,5 @@ target_include_directories(ranges-unit PRIVATE ${PROJECT_SOURCE_DIR}/src)
 # Regression tests of the monitor backends (src/monitor/uffd.c, bpf.c).
 regcache_add_test(NAME uffd-destroy-seccomp SOURCES uffd-destroy-seccomp.c
   MONITORS userfaultfd LABELS uffd TIMEOUT 60)
+regcache_add_test(NAME uffd-mremap-multi-vma SOURCES uffd-mremap-multi-vma.c
+  MONITORS userfaultfd LABELS uffd)
