@@ -13,3 +13,5 @@ regcache_add_test(NAME uffd-destroy-seccomp SOURCES uffd-destroy-seccomp.c
   MONITORS userfaultfd LABELS uffd TIMEOUT 60)
 regcache_add_test(NAME uffd-mremap-multi-vma SOURCES uffd-mremap-multi-vma.c
   MONITORS userfaultfd LABELS uffd)
+regcache_add_test(NAME uffd-get-page-zero SOURCES uffd-get-page-zero.c
+  MONITORS userfaultfd LABELS uffd)
