@@ -11,6 +11,9 @@
  * bpf() and userfaultfd() with EPERM (as container profiles do), must blame
  * seccomp and not capabilities: the negative control that proves the tool
  * does not give "no CAP_BPF" whenever bpf is unavailable.
+ * REGCACHE_SOCKET names a node-service socket that nobody listens on, in a
+ * directory only root may enter: root must be told the connection is
+ * refused, the ordinary user that permission is denied.
  *
  * Usage: info-report PATH-TO-regcache-info text|json
  *   text: the monitor and the reasons in the text output;
@@ -27,7 +30,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -368,7 +373,7 @@ static void check(enum who who_id, bool json)
 	const char *want = expected_monitor();
 	const char *who = who_names[who_id];
 	bool unprivileged = who_id == USER;
-	const struct mon *bpf, *uffd;
+	const struct mon *bpf, *uffd, *regcached;
 
 	run_tool(NULL, text_out);
 	parse_text(text_out, &text);
@@ -393,6 +398,11 @@ static void check(enum who who_id, bool json)
 		/* Root has CAP_BPF: that reason is never given. */
 		T_CHECK(!says(bpf, "no CAP_BPF"));
 	}
+	regcached = find_mon(&text, "regcached");
+	T_REQUIRE(regcached);
+	if (!regcached->available)
+		T_CHECK(says(regcached, unprivileged ? "Permission denied" :
+						       "Connection refused"));
 	if (who_id == SECCOMP) {
 		/* bpf is unavailable for another reason, which is named. */
 		uffd = find_mon(&text, "userfaultfd");
@@ -511,6 +521,26 @@ static void drop_privileges(void)
 	T_REQUIRE(caps_zero);
 }
 
+static char sock_dir[] = "/tmp/info-report-XXXXXX";
+static char sock_path[sizeof(sock_dir) + 32];
+
+/* A socket file nobody listens on (bound, then closed), in a directory of
+ * mode 0700, named by REGCACHE_SOCKET. */
+static void dead_socket(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	T_REQUIRE(mkdtemp(sock_dir));
+	snprintf(sock_path, sizeof(sock_path), "%s/regcached.sock", sock_dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	T_REQUIRE(fd >= 0);
+	T_REQUIRE(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	close(fd);
+	setenv("REGCACHE_SOCKET", sock_path, 1);
+}
+
 int main(int argc, char **argv)
 {
 	bool json;
@@ -530,9 +560,12 @@ int main(int argc, char **argv)
 	/* The automatic choice is under test, whatever the caller set. */
 	unsetenv("REGCACHE_MONITOR");
 	unsetenv("REGCACHE_MAX_BYTES");
+	dead_socket();
 
 	check(ROOT, json);
 	in_child(SECCOMP, json);
 	in_child(USER, json);
+	unlink(sock_path);
+	rmdir(sock_dir);
 	return t_exit_status();
 }

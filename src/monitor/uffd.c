@@ -276,12 +276,19 @@ static void *monitor_thread(void *arg)
 	 * runtime or a sanitizer maps for a new thread is mapped before the
 	 * application can unmap and expect to reuse an address. */
 	rc_store_release(&uffd.ready, 1);
+	/* Cancellable only inside poll(), where nothing is half done: see
+	 * stop_thread(). */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	for (;;) {
 		struct pollfd p[2] = {
 			{ .fd = uffd.fd, .events = POLLIN },
 			{ .fd = uffd.stop_fd, .events = POLLIN },
 		};
-		int ret = poll(p, 2, ms_until_due(&d));
+		int ret;
+
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		ret = poll(p, 2, ms_until_due(&d));
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 
 		if (ret < 0) {
 			if (errno == EINTR)
@@ -391,25 +398,32 @@ static int probe(void)
 
 /* Unregister [start, end). A range that now also holds a file mapping or
  * another userfaultfd's VMA fails as a whole with EINVAL: then go VMA by
- * VMA and leave those alone. Holes are skipped by the kernel. */
-static void uffd_unregister(uintptr_t start, uintptr_t end)
+ * VMA and leave those alone (EINVAL for one VMA: it cannot be registered
+ * at all). Holes are skipped by the kernel. Returns 0, or the -errno of
+ * an unregistration that failed (the range may still be registered). */
+static int uffd_unregister(uintptr_t start, uintptr_t end)
 {
 	struct uffdio_range r = { .start = start, .len = end - start };
 	uintptr_t addr = start;
+	int ret = 0;
 
-	if (!ioctl(uffd.fd, UFFDIO_UNREGISTER, &r) || errno != EINVAL)
-		return;
+	if (!ioctl(uffd.fd, UFFDIO_UNREGISTER, &r))
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
 	while (addr < end) {
 		struct rc_procmap_query q;
 
 		if (vma_query(addr, &q) || q.vma_start >= end)
-			return;
+			break;
 		r.start = q.vma_start > addr ? q.vma_start : addr;
 		r.len = (q.vma_end < end ? q.vma_end : end) - r.start;
-		if (!unwatchable(&q))
-			ioctl(uffd.fd, UFFDIO_UNREGISTER, &r);
+		if (!unwatchable(&q) && ioctl(uffd.fd, UFFDIO_UNREGISTER, &r) &&
+		    errno != EINVAL && !ret)
+			ret = -errno;
 		addr = q.vma_end;
 	}
+	return ret;
 }
 
 /* ---------------------------------------------------------------------
@@ -426,6 +440,8 @@ static uint64_t reg_gen(void)
 static void sweep_drop(void *arg, uintptr_t start, uintptr_t end)
 {
 	(void)arg;
+	/* A failure leaves the VMA registered: harmless while the thread
+	 * reads, and stop() closes the fd after its own attempt. */
 	uffd_unregister(start, end);
 	/* The address range may now hold other registered VMAs that a merged
 	 * area vouched for: trust nothing. */
@@ -748,14 +764,12 @@ static int uffd_start(struct rc_monitor *mon)
 	mon->gen = &uffd.gen;
 	return 0;
 fail:
-	if (uffd.sentinel) {
-		struct uffdio_range r = { (uintptr_t)uffd.sentinel, uffd.page };
-
-		ioctl(uffd.fd, UFFDIO_UNREGISTER, &r);
-		munmap(uffd.sentinel, uffd.page);
-		uffd.sentinel = NULL;
-	}
+	/* No thread reads: close first (releasing the context unregisters
+	 * the sentinel), then unmap. */
 	close_fds();
+	if (uffd.sentinel)
+		munmap(uffd.sentinel, uffd.page);
+	uffd.sentinel = NULL;
 	return ret;
 }
 
@@ -763,12 +777,17 @@ fail:
  * mremap moved elsewhere, and a child holding a copy of the fd would keep
  * them registered after we close it, so that our later munmap of them
  * would sleep until the child dies (docs/kernel-facts.md). */
-static void unregister_all(void)
+static int unregister_all(void)
 {
 	uintptr_t addr = 0;
+	int ret = 0, err;
 
-	for (size_t a = 0; a < uffd.areas.n; a++)
-		uffd_unregister(uffd.areas.r[a].start, uffd.areas.r[a].end);
+	for (size_t a = 0; a < uffd.areas.n; a++) {
+		err = uffd_unregister(uffd.areas.r[a].start,
+				      uffd.areas.r[a].end);
+		if (err && !ret)
+			ret = err;
+	}
 	for (;;) {
 		struct rc_procmap_query q;
 		struct uffdio_range r;
@@ -777,43 +796,81 @@ static void unregister_all(void)
 			break;
 		r.start = q.vma_start;
 		r.len = q.vma_end - q.vma_start;
-		if (!unwatchable(&q) && r.start != (uintptr_t)uffd.sentinel)
-			ioctl(uffd.fd, UFFDIO_UNREGISTER, &r);
+		/* EINVAL: a VMA that cannot be registered ([vvar], ...). */
+		if (!unwatchable(&q) && r.start != (uintptr_t)uffd.sentinel &&
+		    ioctl(uffd.fd, UFFDIO_UNREGISTER, &r) && errno != EINVAL &&
+		    !ret)
+			ret = -errno;
 		addr = q.vma_end;
 	}
+	return ret;
+}
+
+/*
+ * Stop and join the thread. The eventfd wakes it; should even that write
+ * fail (a seccomp filter), cancel it instead: its only enabled
+ * cancellation point is poll(), between batches, where the generation is
+ * even and nothing is half done.
+ */
+static void stop_thread(void)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	if (!uffd.thread_running)
+		return;
+	while ((n = write(uffd.stop_fd, &one, sizeof(one))) < 0 &&
+	       errno == EINTR)
+		;
+	if (n < 0) {
+		rc_error("userfaultfd monitor: cannot wake its thread (%s): "
+			 "cancelling it", strerror(errno));
+		pthread_cancel(uffd.thread);
+	}
+	pthread_join(uffd.thread, NULL);
+	uffd.thread_running = false;
 }
 
 static void uffd_stop(struct rc_monitor *mon)
 {
 	struct uffdio_range sr = { (uintptr_t)uffd.sentinel, uffd.page };
-	uint64_t one = 1;
+	bool sentinel_registered;
+	int ret;
 
 	/* The thread keeps reading while we unregister, so threads that
 	 * are unmapping now never wait for a reader that is gone. No cache
 	 * is left to call watch/unwatch, so uffd.lock is not taken: fork's
 	 * prepare handlers take uffd.lock before the monitor lock, which we
 	 * hold here. */
-	unregister_all();
+	ret = unregister_all();
 	reset_tables();
 	/* Changes begun before the unregistration raised mmap_changing;
 	 * once the probe succeeds the thread has read them all, and
 	 * nothing registered is left to raise it again. */
 	while (probe() == -EAGAIN)
 		sched_yield();
-	ioctl(uffd.fd, UFFDIO_UNREGISTER, &sr);
-	if (uffd.thread_running) {
-		while (write(uffd.stop_fd, &one, sizeof(one)) < 0 &&
-		       errno == EINTR)
-			;
-		pthread_join(uffd.thread, NULL);
-		uffd.thread_running = false;
-	}
-	munmap(uffd.sentinel, uffd.page);
+	sentinel_registered = ioctl(uffd.fd, UFFDIO_UNREGISTER, &sr) != 0;
+	if (sentinel_registered && !ret)
+		ret = -errno;
+	if (ret)
+		rc_error("userfaultfd monitor: UFFDIO_UNREGISTER failed (%s): "
+			 "closing the userfaultfd unregisters what is left",
+			 strerror(-ret));
+	stop_thread();
+	/* Close before any unmap: with the thread gone, a page still
+	 * registered would make its munmap wait forever for a reader.
+	 * Closing the last reference releases the context, which
+	 * unregisters every VMA and wakes every waiter. */
+	close_fds();
+	/* A forked child may still hold a copy of the fd and keep the
+	 * context alive: then a sentinel we could not unregister stays
+	 * mapped (one page) rather than risk a munmap that never returns. */
+	if (!sentinel_registered)
+		munmap(uffd.sentinel, uffd.page);
 	uffd.sentinel = NULL;
 	mon->gen = &mon->queue_head;
 	rc_debug("userfaultfd monitor stopped after %llu events",
 		 (unsigned long long)rc_load_relaxed(&uffd.events));
-	close_fds();
 }
 
 /* In a forked child: the thread does not exist here, and the child's VMAs
