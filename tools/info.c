@@ -256,33 +256,18 @@ static void try_monitors(struct info *in)
 	}
 }
 
-#ifdef REGCACHE_VERSION_MAJOR
-static void version_str(char *out, const char *v)
-{
-	copy_text(out, 64, v);
-}
-
-static void version_num(char *out, unsigned long long v)
-{
-	snprintf(out, 64, "%llu", v);
-}
-#endif
-
 /* The library's version, and the header's when they differ. */
 static void version(struct info *in)
 {
 #ifdef REGCACHE_VERSION_MAJOR
-#ifdef REGCACHE_VERSION_PATCH
+	/* major * 10000 + minor * 100 + patch, as REGCACHE_VERSION. */
+	int v = regcache_version();
+
+	snprintf(in->version, sizeof(in->version), "%d.%d.%d", v / 10000,
+		 v / 100 % 100, v % 100);
 	snprintf(in->header_version, sizeof(in->header_version), "%d.%d.%d",
-		 (int)REGCACHE_VERSION_MAJOR, (int)REGCACHE_VERSION_MINOR,
-		 (int)REGCACHE_VERSION_PATCH);
-#else
-	snprintf(in->header_version, sizeof(in->header_version), "%d.%d",
-		 (int)REGCACHE_VERSION_MAJOR, (int)REGCACHE_VERSION_MINOR);
-#endif
-	_Generic(regcache_version(), const char *: version_str,
-		 char *: version_str, default: version_num)(in->version,
-							    regcache_version());
+		 REGCACHE_VERSION_MAJOR, REGCACHE_VERSION_MINOR,
+		 REGCACHE_VERSION_PATCH);
 #else
 	/* A library without regcache_version(): the project's version at
 	 * build time. */
