@@ -10,3 +10,8 @@ add_test(NAME chaos_blind COMMAND chaos --blind --seconds 5)
 add_test(NAME chaos_explicit COMMAND chaos --explicit --seconds 10)
 set_tests_properties(chaos_blind chaos_explicit PROPERTIES SKIP_RETURN_CODE 77
   TIMEOUT 120 LABELS "stress;chaos" ENVIRONMENT REGCACHE_MONITOR=none)
+# seccomp filters and resource limits: fall back or fail clearly, 0 stale,
+# no hang (each case runs in a child killed after 20 s, 60 s under
+# sanitizers).
+regcache_add_test(NAME seccomp-deny SOURCES seccomp-deny.c
+  LABELS limits MONITORS bpf userfaultfd none TIMEOUT 600)
