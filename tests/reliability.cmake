@@ -15,3 +15,5 @@ set_tests_properties(chaos_blind chaos_explicit PROPERTIES SKIP_RETURN_CODE 77
 # sanitizers).
 regcache_add_test(NAME seccomp-deny SOURCES seccomp-deny.c
   LABELS limits MONITORS bpf userfaultfd none TIMEOUT 600)
+regcache_add_test(NAME limits-rlimit SOURCES limits-rlimit.c
+  LABELS limits MONITORS bpf userfaultfd none TIMEOUT 600)
