@@ -29,6 +29,45 @@
 extern "C" {
 #endif
 
+/* ------------------------------------------------------------------------
+ * Version
+ * ---------------------------------------------------------------------- */
+
+/**
+ * REGCACHE_VERSION_MAJOR - the version of this header: major, minor, patch
+ *
+ * The build reads the version from these three lines, so the library,
+ * regcache.pc and the CMake package carry the same one. A minor release only
+ * adds calls, each in the symbol version node of its release, so a program
+ * built against 0.1 runs with the library of 0.2.
+ */
+#define REGCACHE_VERSION_MAJOR 0
+#define REGCACHE_VERSION_MINOR 1
+#define REGCACHE_VERSION_PATCH 0
+
+/**
+ * REGCACHE_VERSION - the header's version as one number
+ *
+ * major * 10000 + minor * 100 + patch: 100 for 0.1.0, 10203 for 1.2.3.
+ */
+#define REGCACHE_VERSION                                                   \
+	(REGCACHE_VERSION_MAJOR * 10000 + REGCACHE_VERSION_MINOR * 100 +   \
+	 REGCACHE_VERSION_PATCH)
+
+/**
+ * regcache_version - the version of the library that is running
+ *
+ * The library loaded at run time may differ from the header the program was
+ * compiled against (REGCACHE_VERSION): it may be newer, or older as long as
+ * it has every call the program uses (the dynamic linker checks the symbol
+ * version of each such call when the program starts). Report both, or
+ * compare them before relying on behaviour that a later release changed.
+ *
+ * Return: the library's REGCACHE_VERSION, e.g. 100 for 0.1.0.
+ * Context: any; does not block.
+ */
+int regcache_version(void);
+
 /** One cache per device context (an io_uring, an ibv_pd, ...). Opaque. */
 struct regcache;
 /** A registered range, held by the caller between get and put. Opaque. */

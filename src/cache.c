@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The cache: create/destroy, the hit path of get/put, and the slow paths
- * (drain the monitor, look up under the lock, register on a miss).
+ * The cache: the one place that knows the index, the LRU and the regions
+ * together. It kills regions (unindex, unqueue, mark dead), claims and
+ * deregisters them, drains the monitor, and holds the counts; around that,
+ * create/destroy, the hit path of get/put, and the miss path.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -55,18 +57,260 @@ static size_t default_max_bytes(void)
 }
 
 /* ---------------------------------------------------------------------
+ * Regions: allocation, kills, claims
+ * ------------------------------------------------------------------- */
+
+/*
+ * Regions killed under the lock wait on c->dead_list until the lock is
+ * dropped: whether anybody still holds them can only be decided after
+ * rc_region_fence_counts(), which must not run under the lock.
+ * @killed:   regions this batch killed;
+ * @scan_all: scan the dead list even if this batch killed nothing (it also
+ *            holds regions whose last put raced with their kill).
+ */
+struct kill_batch {
+	unsigned killed;
+	bool scan_all;
+};
+
+static inline void kill_batch_init(struct kill_batch *b)
+{
+	b->killed = 0;
+	b->scan_all = false;
+}
+
+static inline void kill_batch_scan_all(struct kill_batch *b)
+{
+	b->scan_all = true;
+}
+
+/*
+ * Allocation happens outside the cache lock: a malloc can unmap memory, and
+ * with userfaultfd the unmapping thread sleeps until the monitor reads the
+ * event (docs/design.md, rule 1).
+ */
+static struct rc_region *region_alloc(struct regcache *c)
+{
+	struct rc_slab *slab;
+	struct rc_region *r;
+
+	pthread_mutex_lock(&c->lock);
+	r = rc_region_alloc_locked(&c->pool);
+	pthread_mutex_unlock(&c->lock);
+	if (r)
+		return r;
+	slab = rc_region_slab_new();
+	if (!slab)
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	rc_region_slab_add_locked(&c->pool, slab);
+	r = rc_region_alloc_locked(&c->pool);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+static void region_free(struct regcache *c, struct rc_region *r)
+{
+	pthread_mutex_lock(&c->lock);
+	rc_region_free_locked(&c->pool, r);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Deregister a claimed (or pass-through) region. Never with a lock held. */
+static void dereg(struct regcache *c, struct rc_region *r)
+{
+	uintptr_t start = rc_region_start(r), end = rc_region_end(r);
+
+	c->ops.dereg(c->ctx, r->handle);
+	rc_fetch_add_relaxed(&c->st_deregistrations, 1);
+	atomic_fetch_sub_explicit(&c->cur_regions, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&c->cur_bytes, end - start,
+				  memory_order_relaxed);
+	if (rc_load_relaxed(&r->flags) & RC_REGION_WATCHED)
+		rc_monitor_unwatch(start, end);
+}
+
+/* Index a filled region: it becomes LIVE, hintable and evictable. */
+static void make_live_locked(struct regcache *c, struct rc_region *r,
+			     uint32_t now)
+{
+	rc_region_make_live(r);
+	rc_index_insert(&c->index, r);
+	rc_lru_add(&c->lru, r, now);
+	c->nr_live++;
+	c->live_bytes += rc_region_end(r) - rc_region_start(r);
+}
+
+/* Unlink a live region. Its registration stays until nobody holds it;
+ * claim_killed() decides that after the lock is dropped. */
+static void kill_locked(struct regcache *c, struct rc_region *r,
+			struct kill_batch *batch)
+{
+	rc_index_remove(&c->index, r);
+	rc_lru_del(&c->lru, r);
+	c->nr_live--;
+	c->live_bytes -= rc_region_end(r) - rc_region_start(r);
+	c->hits_retired += rc_load_relaxed(&r->hits);
+	rc_region_mark_dead(r, ++c->kills);
+	TAILQ_INSERT_TAIL(&c->dead_list, r, link);
+	batch->killed++;
+}
+
+/* After the lock is dropped: deregister the dead regions nobody holds. */
+static void claim_killed(struct regcache *c, struct kill_batch *batch)
+{
+	struct rc_region_list claimed = TAILQ_HEAD_INITIALIZER(claimed);
+	struct rc_region *r, *next;
+	uint32_t killed_before;
+
+	if (!batch->killed && !batch->scan_all)
+		return;
+	/* Only regions killed before our fence may be claimed by this scan:
+	 * for one killed after it, an owner's increment may not be visible
+	 * to us yet; its own killer's scan will see it. */
+	pthread_mutex_lock(&c->lock);
+	killed_before = c->kills;
+	pthread_mutex_unlock(&c->lock);
+	rc_region_fence_counts(c->pool.biased);
+
+	pthread_mutex_lock(&c->lock);
+	TAILQ_FOREACH_SAFE(r, &c->dead_list, link, next) {
+		uint32_t seq = rc_load_relaxed(&r->seq);
+
+		if (rc_region_refs(r) ||
+		    (int32_t)(r->kill_ticket - killed_before) > 0 ||
+		    !rc_region_claim(r, seq))
+			continue;
+		TAILQ_REMOVE(&c->dead_list, r, link);
+		TAILQ_INSERT_TAIL(&claimed, r, link);
+	}
+	pthread_mutex_unlock(&c->lock);
+	kill_batch_init(batch);
+
+	if (TAILQ_EMPTY(&claimed))
+		return;
+	TAILQ_FOREACH(r, &claimed, link)
+		dereg(c, r);
+	pthread_mutex_lock(&c->lock);
+	while ((r = TAILQ_FIRST(&claimed))) {
+		TAILQ_REMOVE(&claimed, r, link);
+		rc_region_free_locked(&c->pool, r);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void check_fork(struct regcache *c);
+
+/* The last put of a dead region (seq @seq) may have dropped its count to
+ * zero: the thread that wins the claim deregisters it. */
+static rc_noinline void claim_if_unused(struct regcache *c,
+					struct rc_region *r, uint32_t seq)
+{
+	/* In a child that has not noticed the fork yet, this region and its
+	 * registration are the parent's: notice first (the region turns
+	 * free, and the claim below fails). */
+	check_fork(c);
+	rc_region_fence_counts_of(r);
+	if (rc_region_refs(r) != 0 || !rc_region_claim(r, seq))
+		return;
+	dereg(c, r);
+	pthread_mutex_lock(&c->lock);
+	TAILQ_REMOVE(&c->dead_list, r, link);
+	rc_region_free_locked(&c->pool, r);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Drop a reference taken by a get. */
+static inline void region_put(struct regcache *c, struct rc_region *r)
+{
+	uint32_t seq = rc_region_unref(r);
+
+	if (rc_unlikely(rc_seq_state(seq) == RC_SEQ_DEAD))
+		claim_if_unused(c, r, seq);
+}
+
+/* Take a reference on @r, seen LIVE as @seq; false if it changed since. */
+static inline bool region_get(struct regcache *c, struct rc_region *r,
+			      uint32_t seq)
+{
+	if (rc_likely(rc_region_ref(r, seq)))
+		return true;
+	region_put(c, r);
+	return false;
+}
+
+/* Kill every live region that overlaps [start, end); how many. The loop of
+ * the kernel's mn_itree_invalidate(): find the next before killing. */
+static unsigned kill_overlaps_locked(struct regcache *c, uintptr_t start,
+				     uintptr_t end, struct kill_batch *batch)
+{
+	struct rc_region *r = rc_index_first_overlap(&c->index, start, end);
+	unsigned n = 0;
+
+	while (r) {
+		struct rc_region *next = rc_index_next_overlap(&c->index, r,
+							       end);
+
+		kill_locked(c, r, batch);
+		n++;
+		r = next;
+	}
+	return n;
+}
+
+/* ---------------------------------------------------------------------
+ * Eviction
+ * ------------------------------------------------------------------- */
+
+static bool evict_one_locked(struct regcache *c, size_t *freed_bytes,
+			     struct kill_batch *batch)
+{
+	struct rc_region *r = rc_lru_pick_idle(&c->lru);
+
+	if (!r)
+		return false;
+	*freed_bytes += rc_region_end(r) - rc_region_start(r);
+	kill_locked(c, r, batch);
+	rc_fetch_add_relaxed(&c->st_evictions, 1);
+	return true;
+}
+
+static void evict_over_limits_locked(struct regcache *c,
+				     struct kill_batch *batch)
+{
+	size_t freed = 0;
+
+	while ((c->nr_live > c->max_regions || c->live_bytes > c->max_bytes) &&
+	       evict_one_locked(c, &freed, batch))
+		;
+}
+
+/* Evict idle regions until @want_bytes and @want_regions are freed, or
+ * none is left; how many. */
+static size_t evict_idle_locked(struct regcache *c, size_t want_bytes,
+				size_t want_regions, struct kill_batch *batch)
+{
+	size_t freed = 0, n = 0;
+
+	while ((freed < want_bytes || n < want_regions) && c->nr_live &&
+	       evict_one_locked(c, &freed, batch))
+		n++;
+	return n;
+}
+
+/* ---------------------------------------------------------------------
  * Draining the monitor
  * ------------------------------------------------------------------- */
 
 struct sync_ctx {
 	struct regcache *c;
-	struct rc_kill_batch *batch;
+	struct kill_batch *batch;
 };
 
 /* Forget [start, end): kill the live regions that overlap it and taint the
  * registrations in flight, which may have pinned the old pages. */
 static unsigned invalidate_locked(struct regcache *c, uintptr_t start,
-				  uintptr_t end, struct rc_kill_batch *batch)
+				  uintptr_t end, struct kill_batch *batch)
 {
 	struct rc_pending *p;
 	unsigned n;
@@ -74,7 +318,7 @@ static unsigned invalidate_locked(struct regcache *c, uintptr_t start,
 	TAILQ_FOREACH(p, &c->pending, link)
 		if (p->start < end && start < p->end)
 			p->tainted = true;
-	n = rc_index_invalidate_locked(c, start, end, batch);
+	n = kill_overlaps_locked(c, start, end, batch);
 	if (n)
 		rc_fetch_add_relaxed(&c->st_invalidations, n);
 	return n;
@@ -92,13 +336,42 @@ static void invalidate_cb(void *arg, uintptr_t start, uintptr_t end)
 static void update_monitor_caps(struct regcache *c)
 {
 	c->never_cache = !rc_monitor_can_cache() && !c->explicit_invalidate &&
-			 !c->stable;
-	c->probe_hits = !c->stable && rc_monitor_validates_hits() &&
+			 !c->follows_page_tables;
+	c->probe_hits = !c->follows_page_tables &&
+			rc_monitor_validates_hits() &&
 			!(c->flags & REGCACHE_FLAG_NO_HIT_PROBE);
 }
 
+/* In a forked child: the registrations belong to the parent's device
+ * context, so drop every region without deregistering it. */
+static void forget_all_locked(struct regcache *c)
+{
+	struct rc_region *r;
+
+	while ((r = rc_index_first_overlap(&c->index, 0, UINTPTR_MAX))) {
+		rc_index_remove(&c->index, r);
+		rc_lru_del(&c->lru, r);
+		c->hits_retired += rc_load_relaxed(&r->hits);
+		rc_region_forget_locked(&c->pool, r);
+	}
+	c->nr_live = 0;
+	c->live_bytes = 0;
+	while ((r = TAILQ_FIRST(&c->dead_list))) {
+		TAILQ_REMOVE(&c->dead_list, r, link);
+		rc_region_forget_locked(&c->pool, r);
+	}
+	while ((r = TAILQ_FIRST(&c->passthrough))) {
+		TAILQ_REMOVE(&c->passthrough, r, link);
+		rc_store_relaxed(&r->flags,
+				 (uint16_t)(rc_load_relaxed(&r->flags) |
+					    RC_REGION_FORGOTTEN));
+	}
+	atomic_store_explicit(&c->cur_regions, 0, memory_order_relaxed);
+	atomic_store_explicit(&c->cur_bytes, 0, memory_order_relaxed);
+}
+
 /* Apply every range the monitor published since we last looked. */
-void rc_cache_sync_locked(struct regcache *c, struct rc_kill_batch *batch)
+static void sync_locked(struct regcache *c, struct kill_batch *batch)
 {
 	struct sync_ctx s = { .c = c, .batch = batch };
 
@@ -108,7 +381,7 @@ void rc_cache_sync_locked(struct regcache *c, struct rc_kill_batch *batch)
 		/* Forked: the regions are the parent's, and the pending
 		 * records live on stacks of threads the child does not have.
 		 * Forget them first, then let hits see the new epoch. */
-		rc_region_forget_all_locked(c);
+		forget_all_locked(c);
 		TAILQ_INIT(&c->pending);
 		update_monitor_caps(c);
 		rc_monitor_cursor_init(&c->cursor);
@@ -117,18 +390,18 @@ void rc_cache_sync_locked(struct regcache *c, struct rc_kill_batch *batch)
 
 /* Pass-through paths skip the monitor, but must still notice a fork before
  * they touch a region that may be the parent's. */
-void rc_cache_check_fork(struct regcache *c)
+static void check_fork(struct regcache *c)
 {
-	struct rc_kill_batch batch;
+	struct kill_batch batch;
 
 	if (rc_likely(rc_load_relaxed(rc_mon.fork_guard) ==
 		      rc_load_relaxed(&c->cursor.epoch)))
 		return;
-	rc_kill_batch_init(&batch);
+	kill_batch_init(&batch);
 	pthread_mutex_lock(&c->lock);
-	rc_cache_sync_locked(c, &batch);
+	sync_locked(c, &batch);
 	pthread_mutex_unlock(&c->lock);
-	rc_region_kill_finish(c, &batch);
+	claim_killed(c, &batch);
 }
 
 /* ---------------------------------------------------------------------
@@ -147,7 +420,7 @@ static int reg_evicting(struct regcache *c, uintptr_t start, uintptr_t end,
 			unsigned access, void **handle)
 {
 	for (int attempt = 0;; attempt++) {
-		struct rc_kill_batch batch;
+		struct kill_batch batch;
 		size_t evicted;
 		int ret;
 
@@ -178,15 +451,15 @@ static int reg_evicting(struct regcache *c, uintptr_t start, uintptr_t end,
 					: "");
 			return ret;
 		}
-		rc_kill_batch_init(&batch);
+		kill_batch_init(&batch);
 		pthread_mutex_lock(&c->lock);
 		if (attempt == 0)
-			evicted = rc_evict_idle_locked(c, end - start, 1, &batch);
+			evicted = evict_idle_locked(c, end - start, 1, &batch);
 		else
-			evicted = rc_evict_idle_locked(c, SIZE_MAX, SIZE_MAX,
+			evicted = evict_idle_locked(c, SIZE_MAX, SIZE_MAX,
 						       &batch);
 		pthread_mutex_unlock(&c->lock);
-		rc_region_kill_finish(c, &batch);
+		claim_killed(c, &batch);
 		rc_debug("registration of %zu bytes failed (%s); evicted %zu "
 			 "idle regions, retrying", (size_t)(end - start),
 			 strerror(-ret), evicted);
@@ -204,7 +477,7 @@ static int reg_evicting(struct regcache *c, uintptr_t start, uintptr_t end,
 static int get_passthrough(struct regcache *c, uintptr_t start, uintptr_t end,
 			   unsigned access, struct regcache_region **out)
 {
-	struct rc_region *r = rc_region_alloc(c);
+	struct rc_region *r = region_alloc(c);
 	void *handle;
 	int ret;
 
@@ -212,12 +485,11 @@ static int get_passthrough(struct regcache *c, uintptr_t start, uintptr_t end,
 		return -ENOMEM;
 	ret = reg_evicting(c, start, end, access, &handle);
 	if (ret) {
-		pthread_mutex_lock(&c->lock);
-		rc_region_free_locked(c, r);
-		pthread_mutex_unlock(&c->lock);
+		region_free(c, r);
 		return ret;
 	}
-	rc_region_publish(r, start, end, access, handle, RC_REGION_PASSTHROUGH);
+	/* Filled but never made live: no lookup can find it. */
+	rc_region_fill(r, start, end, access, handle, RC_REGION_PASSTHROUGH);
 	pthread_mutex_lock(&c->lock);
 	TAILQ_INSERT_TAIL(&c->passthrough, r, link);
 	pthread_mutex_unlock(&c->lock);
@@ -231,7 +503,7 @@ static struct rc_region *find_covering_locked(struct regcache *c,
 					      uintptr_t start, uintptr_t end,
 					      unsigned access)
 {
-	struct rc_region *r = rc_index_first_overlap(c, start, end);
+	struct rc_region *r = rc_index_first_overlap(&c->index, start, end);
 
 	if (r && rc_load_relaxed(&r->start) <= start &&
 	    rc_load_relaxed(&r->end) >= end &&
@@ -245,9 +517,9 @@ static struct rc_region *find_covering_locked(struct regcache *c,
 static void widen_to_overlaps_locked(struct regcache *c, uintptr_t *start,
 				     uintptr_t *end, unsigned *access)
 {
-	struct rc_region *r = rc_index_first_overlap(c, *start, *end);
+	struct rc_region *r = rc_index_first_overlap(&c->index, *start, *end);
 
-	for (; r; r = rc_index_first_overlap(c, rc_load_relaxed(&r->end), *end)) {
+	for (; r; r = rc_index_first_overlap(&c->index, rc_load_relaxed(&r->end), *end)) {
 		if (rc_load_relaxed(&r->start) < *start)
 			*start = rc_load_relaxed(&r->start);
 		if (rc_load_relaxed(&r->end) > *end)
@@ -260,18 +532,18 @@ static void widen_to_overlaps_locked(struct regcache *c, uintptr_t *start,
  * covers; false if one reaches beyond it (another thread won a race). */
 static bool absorb_overlaps_locked(struct regcache *c, uintptr_t start,
 				   uintptr_t end, unsigned access,
-				   struct rc_kill_batch *batch)
+				   struct kill_batch *batch)
 {
 	struct rc_region *r;
 
-	for (r = rc_index_first_overlap(c, start, end); r;
-	     r = rc_index_first_overlap(c, rc_load_relaxed(&r->end), end))
+	for (r = rc_index_first_overlap(&c->index, start, end); r;
+	     r = rc_index_first_overlap(&c->index, rc_load_relaxed(&r->end), end))
 		if (rc_load_relaxed(&r->start) < start ||
 		    rc_load_relaxed(&r->end) > end ||
 		    (rc_load_relaxed(&r->access) & ~access))
 			return false;
-	while ((r = rc_index_first_overlap(c, start, end))) {
-		rc_region_kill_locked(c, r, batch);
+	while ((r = rc_index_first_overlap(&c->index, start, end))) {
+		kill_locked(c, r, batch);
 		rc_fetch_add_relaxed(&c->st_merges, 1);
 	}
 	return true;
@@ -294,16 +566,16 @@ static rc_noinline bool probe_hit(struct regcache *c, struct rc_region *r,
 	uintptr_t end = rc_load_relaxed(&r->end);
 
 	if (rc_monitor_validate(start, end)) {
-		/* Anything unknown invalidates (design rule 8). */
+		/* Anything unknown invalidates (docs/design.md). */
 		regcache_invalidate(c, (void *)start, end - start);
-		rc_region_unref(c, r);
+		region_put(c, r);
 		return false;
 	}
 	/* Acquire loads after validate's: pair with the publish in
-	 * rc_monitor_publish() and the kill in rc_region_kill_locked(). */
+	 * rc_monitor_publish() and the kill in kill_locked(). */
 	if (!rc_monitor_current(&c->cursor) ||
 	    rc_load_acquire(&r->seq) != seq) {
-		rc_region_unref(c, r);
+		region_put(c, r);
 		return false;
 	}
 	return true;
@@ -330,14 +602,14 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 	}
 	*out = NULL;
 	if (c->never_cache) {
-		rc_cache_check_fork(c);
+		check_fork(c);
 		return get_passthrough(c, pstart, pend, access, out);
 	}
 	merge = true;
 
 	for (int attempt = 0; attempt < RC_MISS_ATTEMPTS; attempt++) {
 		struct rc_pending pending = { .start = pstart, .end = pend };
-		struct rc_kill_batch batch;
+		struct kill_batch batch;
 		struct rc_region *r, *nr;
 		uintptr_t ustart = pstart, uend = pend;
 		unsigned uaccess = access;
@@ -345,18 +617,18 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 		void *handle;
 		int ret;
 
-		rc_kill_batch_init(&batch);
+		kill_batch_init(&batch);
 		pthread_mutex_lock(&c->lock);
-		rc_cache_sync_locked(c, &batch);
+		sync_locked(c, &batch);
 		r = find_covering_locked(c, start, end, access);
 		if (r) {
 			uint32_t seq = rc_load_relaxed(&r->seq);
 
-			rc_index_hint(c, start, r);
+			rc_index_hint_set(&c->index, start, r);
 			/* Under the lock nobody can kill it: the ref holds. */
-			rc_region_ref(c, r, seq);
+			region_get(c, r, seq);
 			pthread_mutex_unlock(&c->lock);
-			rc_region_kill_finish(c, &batch);
+			claim_killed(c, &batch);
 			if (c->probe_hits && !probe_hit(c, r, seq))
 				continue;
 			/* Counted once served: a rejected probe is no hit. */
@@ -368,21 +640,21 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 			widen_to_overlaps_locked(c, &ustart, &uend, &uaccess);
 		pending.start = ustart;
 		pending.end = uend;
-		/* Subscribe before pinning (design rule 2): from here on any
+		/* Subscribe before pinning (docs/design.md, rule 2): from here on any
 		 * published change to the range taints this registration. */
 		TAILQ_INSERT_TAIL(&c->pending, &pending, link);
 		pthread_mutex_unlock(&c->lock);
-		rc_region_kill_finish(c, &batch);
+		claim_killed(c, &batch);
 
-		nr = rc_region_alloc(c);
+		nr = region_alloc(c);
 		if (!nr) {
 			pthread_mutex_lock(&c->lock);
 			TAILQ_REMOVE(&c->pending, &pending, link);
 			pthread_mutex_unlock(&c->lock);
 			return -ENOMEM;
 		}
-		watched = !c->stable && rc_monitor_watch(ustart, uend) == 0;
-		unwatchable = !watched && !c->explicit_invalidate && !c->stable;
+		watched = !c->follows_page_tables && rc_monitor_watch(ustart, uend) == 0;
+		unwatchable = !watched && !c->explicit_invalidate && !c->follows_page_tables;
 		if (!unwatchable)
 			ret = reg_evicting(c, ustart, uend, uaccess, &handle);
 		else
@@ -395,11 +667,11 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 			retry_alone = true;
 		}
 
-		rc_kill_batch_init(&batch);
+		kill_batch_init(&batch);
 		pthread_mutex_lock(&c->lock);
 		TAILQ_REMOVE(&c->pending, &pending, link);
 		if (ret) {
-			rc_region_free_locked(c, nr);
+			rc_region_free_locked(&c->pool, nr);
 			pthread_mutex_unlock(&c->lock);
 			if (watched)
 				rc_monitor_unwatch(ustart, uend);
@@ -413,20 +685,21 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 						       out);
 			return ret;
 		}
-		rc_cache_sync_locked(c, &batch);
+		rc_region_fill(nr, ustart, uend, uaccess, handle,
+			       watched ? RC_REGION_WATCHED : 0);
+		sync_locked(c, &batch);
 		if (!pending.tainted &&
 		    absorb_overlaps_locked(c, ustart, uend, uaccess, &batch)) {
-			rc_region_publish(nr, ustart, uend, uaccess, handle,
-					  watched ? RC_REGION_WATCHED : 0);
-			atomic_fetch_add_explicit(&c->clock, 1,
-						  memory_order_relaxed);
-			rc_index_insert(c, nr);
-			rc_index_hint(c, start, nr);
-			rc_evict_over_limits_locked(c, &batch);
+			make_live_locked(c, nr,
+					 atomic_fetch_add_explicit(
+						 &c->clock, 1,
+						 memory_order_relaxed) + 1);
+			rc_index_hint_set(&c->index, start, nr);
+			evict_over_limits_locked(c, &batch);
 			indexed = true;
 		}
 		pthread_mutex_unlock(&c->lock);
-		rc_region_kill_finish(c, &batch);
+		claim_killed(c, &batch);
 		if (indexed) {
 			rc_fetch_add_relaxed(&c->st_misses, 1);
 			*out = (struct regcache_region *)nr;
@@ -434,15 +707,8 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 		}
 		/* The range changed while we pinned it, or another thread
 		 * indexed an overlapping region: start over. */
-		rc_store_relaxed(&nr->flags,
-				 (uint16_t)(watched ? RC_REGION_WATCHED : 0));
-		rc_store_relaxed(&nr->start, ustart);
-		rc_store_relaxed(&nr->end, uend);
-		nr->handle = handle;
-		rc_region_dereg(c, nr);
-		pthread_mutex_lock(&c->lock);
-		rc_region_free_locked(c, nr);
-		pthread_mutex_unlock(&c->lock);
+		dereg(c, nr);
+		region_free(c, nr);
 	}
 	rc_info("range %p+%zu keeps changing while it is registered; serving "
 		"it uncached", addr, len);
@@ -463,7 +729,7 @@ int regcache_get(struct regcache *c, const void *addr, size_t len,
 	if (rc_unlikely(!c || !out || !len || end < start ||
 			!rc_monitor_current(&c->cursor)))
 		return get_slow(c, addr, len, access, out);
-	r = rc_load_acquire(&c->hint[rc_hint_slot(c, start)]);
+	r = rc_index_hint(&c->index, start);
 	if (rc_unlikely(!r))
 		return get_slow(c, addr, len, access, out);
 	seq = rc_load_acquire(&r->seq);
@@ -472,7 +738,7 @@ int regcache_get(struct regcache *c, const void *addr, size_t len,
 			end > rc_load_relaxed(&r->end) ||
 			(access & ~rc_load_relaxed(&r->access))))
 		return get_slow(c, addr, len, access, out);
-	if (rc_unlikely(!rc_region_ref(c, r, seq)))
+	if (rc_unlikely(!region_get(c, r, seq)))
 		return get_slow(c, addr, len, access, out);
 	if (rc_unlikely(c->probe_hits) && !probe_hit(c, r, seq))
 		return get_slow(c, addr, len, access, out);
@@ -485,13 +751,13 @@ static rc_noinline void put_passthrough(struct regcache *c,
 					struct rc_region *r)
 {
 	/* Held across fork: the registration is the parent's. */
-	rc_cache_check_fork(c);
+	check_fork(c);
 	if (rc_load_relaxed(&r->flags) & RC_REGION_FORGOTTEN)
 		return;
-	rc_region_dereg(c, r);
+	dereg(c, r);
 	pthread_mutex_lock(&c->lock);
 	TAILQ_REMOVE(&c->passthrough, r, link);
-	rc_region_free_locked(c, r);
+	rc_region_free_locked(&c->pool, r);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -510,8 +776,8 @@ void regcache_put(struct regcache *c, struct regcache_region *region)
 		return;
 	}
 	/* The LRU's notion of "recent": no list move, no lock. */
-	rc_store_relaxed(&r->last_use, (uint16_t)rc_load_relaxed(&c->clock));
-	rc_region_unref(c, r);
+	rc_lru_touch(r, rc_load_relaxed(&c->clock));
+	region_put(c, r);
 }
 
 /* ---------------------------------------------------------------------
@@ -544,7 +810,7 @@ size_t regcache_region_len(const struct regcache_region *region)
 int regcache_invalidate(struct regcache *c, const void *addr, size_t len)
 {
 	uintptr_t start = (uintptr_t)addr, end = start + len;
-	struct rc_kill_batch batch;
+	struct kill_batch batch;
 	unsigned n;
 
 	if (!c || !len || end < start) {
@@ -554,37 +820,39 @@ int regcache_invalidate(struct regcache *c, const void *addr, size_t len)
 						   "range wraps around");
 		return -EINVAL;
 	}
-	rc_kill_batch_init(&batch);
+	kill_batch_init(&batch);
 	pthread_mutex_lock(&c->lock);
-	rc_cache_sync_locked(c, &batch);
+	sync_locked(c, &batch);
 	n = invalidate_locked(c, start, end, &batch);
 	pthread_mutex_unlock(&c->lock);
-	rc_region_kill_finish(c, &batch);
+	claim_killed(c, &batch);
 	return (int)n;
 }
 
 void regcache_flush(struct regcache *c)
 {
-	struct rc_kill_batch batch;
+	struct kill_batch batch;
 	struct rc_region *r, *next;
 	struct rc_pending *p;
 
 	if (!c)
 		return;
-	rc_kill_batch_init(&batch);
+	kill_batch_init(&batch);
 	pthread_mutex_lock(&c->lock);
-	rc_cache_sync_locked(c, &batch);
+	sync_locked(c, &batch);
 	/* A registration in flight may be of memory the caller is about to
 	 * reuse: do not index it. */
 	TAILQ_FOREACH(p, &c->pending, link)
 		p->tainted = true;
-	TAILQ_FOREACH_SAFE(r, &c->lru, link, next)
+	for (r = rc_index_first_overlap(&c->index, 0, UINTPTR_MAX); r; r = next) {
+		next = rc_index_next_overlap(&c->index, r, UINTPTR_MAX);
 		if (!rc_region_refs(r))
-			rc_region_kill_locked(c, r, &batch);
+			kill_locked(c, r, &batch);
+	}
 	pthread_mutex_unlock(&c->lock);
 	/* Also collects dead regions whose last put raced with their kill. */
-	batch.killed++;
-	rc_region_kill_finish(c, &batch);
+	kill_batch_scan_all(&batch);
+	claim_killed(c, &batch);
 }
 
 /* ---------------------------------------------------------------------
@@ -609,7 +877,8 @@ int rc_cache_create(const struct regcache_params *params,
 	c->flags = params->flags;
 	c->explicit_invalidate =
 		!!(params->flags & REGCACHE_FLAG_EXPLICIT_INVALIDATE);
-	c->stable = !!(params->flags & RC_CACHE_FLAG_STABLE);
+	c->follows_page_tables =
+		!!(params->flags & RC_CACHE_FLAG_FOLLOWS_PAGE_TABLES);
 	c->max_regions = params->max_regions ? params->max_regions
 					     : env_size("REGCACHE_MAX_REGIONS");
 	if (!c->max_regions)
@@ -617,16 +886,17 @@ int rc_cache_create(const struct regcache_params *params,
 	c->max_bytes = params->max_bytes ? params->max_bytes
 					 : env_size("REGCACHE_MAX_BYTES");
 	if (!c->max_bytes)
-		c->max_bytes = c->stable ? SIZE_MAX : default_max_bytes();
+		c->max_bytes = c->follows_page_tables ? SIZE_MAX
+						      : default_max_bytes();
 	pthread_mutex_init(&c->lock, NULL);
 	TAILQ_INIT(&c->dead_list);
 	TAILQ_INIT(&c->passthrough);
 	TAILQ_INIT(&c->pending);
-	TAILQ_INIT(&c->fresh);
-	ret = rc_index_init(c);
+	rc_lru_init(&c->lru);
+	rc_region_pool_init(&c->pool);
+	ret = rc_index_init(&c->index, c->max_regions);
 	if (ret)
 		goto err_free;
-	c->biased = rc_membarrier_init();
 	ret = rc_monitor_acquire();
 	if (ret)
 		goto err_index;
@@ -639,7 +909,7 @@ int rc_cache_create(const struct regcache_params *params,
 	return 0;
 
 err_index:
-	rc_index_fini(c);
+	rc_index_fini(&c->index);
 err_free:
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -666,39 +936,38 @@ int regcache_create(const struct regcache_params *params,
 
 void regcache_destroy(struct regcache *c)
 {
-	struct rc_kill_batch batch;
+	struct kill_batch batch;
 	struct rc_region *r;
 	size_t held = 0;
 
 	if (!c)
 		return;
-	rc_kill_batch_init(&batch);
+	kill_batch_init(&batch);
 	pthread_mutex_lock(&c->lock);
-	rc_cache_sync_locked(c, &batch);
-	while ((r = TAILQ_FIRST(&c->lru)))
-		rc_region_kill_locked(c, r, &batch);
+	sync_locked(c, &batch);
+	kill_overlaps_locked(c, 0, UINTPTR_MAX, &batch);
 	pthread_mutex_unlock(&c->lock);
-	batch.killed++;
-	rc_region_kill_finish(c, &batch);
+	kill_batch_scan_all(&batch);
+	claim_killed(c, &batch);
 
 	/* What is left is held by callers: report, then deregister anyway. */
 	while ((r = TAILQ_FIRST(&c->dead_list))) {
 		TAILQ_REMOVE(&c->dead_list, r, link);
 		held++;
-		rc_region_dereg(c, r);
+		dereg(c, r);
 	}
 	while ((r = TAILQ_FIRST(&c->passthrough))) {
 		TAILQ_REMOVE(&c->passthrough, r, link);
 		held++;
-		rc_region_dereg(c, r);
+		dereg(c, r);
 	}
 	if (held)
 		rc_warn("cache %p destroyed while %zu regions were still held "
 			"(missing regcache_put); they were deregistered and "
 			"their pointers are now invalid", (void *)c, held);
 	rc_monitor_release();
-	rc_index_fini(c);
-	rc_region_slabs_free(c);
+	rc_index_fini(&c->index);
+	rc_region_pool_fini(&c->pool);
 	if (c->registrar_destroy)
 		c->registrar_destroy(c->registrar_priv);
 	pthread_mutex_destroy(&c->lock);

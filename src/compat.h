@@ -27,12 +27,29 @@
 #define rc_fetch_sub_seqcst(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_seq_cst)
 #define rc_fence_seqcst()	atomic_thread_fence(memory_order_seq_cst)
 /* Orders a thread's own accesses against the compiler only; the CPU side is
- * supplied by membarrier() in the thread that reads them (see region.h). */
+ * supplied by membarrier() in the thread that reads them (see region.h,
+ * rc_region_ref() and rc_region_fence_counts()). */
 #define rc_compiler_fence()	atomic_signal_fence(memory_order_seq_cst)
 
 /* Non-atomic increment of a word only one thread writes, readable by others. */
 #define rc_bump_relaxed(p, v) \
 	rc_store_relaxed((p), rc_load_relaxed(p) + (v))
+
+/*
+ * rc_assert(expr): an invariant check, compiled in only with RC_DEBUG
+ * (cmake -DREGCACHE_DEBUG=ON), as mimalloc's mi_assert. A failure logs the
+ * expression and where, then aborts. In a release build @expr is not
+ * evaluated, so it may be as costly as it needs to be.
+ */
+#if defined(RC_DEBUG) && RC_DEBUG
+#define rc_assert(expr)                                                    \
+	(rc_likely(expr) ? (void)0                                         \
+			 : rc_assert_fail(#expr, __FILE__, __LINE__, __func__))
+#else
+#define rc_assert(expr) ((void)0)
+#endif
+__attribute__((visibility("hidden"), noreturn, cold)) void
+rc_assert_fail(const char *expr, const char *file, int line, const char *func);
 
 #ifndef MADV_WIPEONFORK
 #define MADV_WIPEONFORK 18

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Logging (see log.h) and the failure of an rc_assert(). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,4 +60,13 @@ void rc_log_at(enum rc_log_level level, const char *func, int line,
 	if (write(STDERR_FILENO, buf, n) < 0)
 		(void)0;
 	errno = saved_errno;
+}
+
+void rc_assert_fail(const char *expr, const char *file, int line,
+		    const char *func)
+{
+	/* Printed whatever the log level: the next thing is abort(). */
+	rc_log_at(RC_LOG_ERROR, func, line, "assertion failed at %s: %s", file,
+		  expr);
+	abort();
 }

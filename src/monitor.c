@@ -128,11 +128,12 @@ static void start_backend(void)
 				want ? " (from REGCACHE_MONITOR)" : "");
 			return;
 		}
-		rc_info("monitor backend \"%s\" unavailable: %s", ops->name,
-			strerror(-ret));
+		rc_info("monitor backend \"%s\" unavailable: %s (regcache-info "
+			"says why)", ops->name, strerror(-ret));
 		if (want && strcmp(want, "auto"))
 			rc_warn("REGCACHE_MONITOR=%s is unavailable (%s); "
-				"registrations will not be cached",
+				"registrations will not be cached "
+				"(regcache-info says why)",
 				want, strerror(-ret));
 	}
 	if (!known)

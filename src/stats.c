@@ -21,7 +21,8 @@ void regcache_get_stats(const struct regcache *cache,
 	 * threads hitting distinct buffers write one cache line). */
 	pthread_mutex_lock(&c->lock);
 	hits = c->hits_retired;
-	TAILQ_FOREACH(r, &c->lru, link)
+	for (r = rc_index_first_overlap(&c->index, 0, UINTPTR_MAX); r;
+	     r = rc_index_next_overlap(&c->index, r, UINTPTR_MAX))
 		hits += rc_load_relaxed(&r->hits);
 	pthread_mutex_unlock(&c->lock);
 

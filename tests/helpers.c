@@ -97,6 +97,21 @@ static const char *unavailable(const char *want, char *why, size_t n)
 	return NULL;
 }
 
+void t_monitor_only(const char *name)
+{
+	setenv("REGCACHE_MONITOR", name, 1);
+}
+
+void t_monitor_skip_unavailable(const char *name)
+{
+	char why[256];
+
+	if (unavailable(name, why, sizeof(why))) {
+		printf("SKIP: monitor \"%s\" unavailable: %s\n", name, why);
+		exit(T_EXIT_SKIP);
+	}
+}
+
 void t_monitor_require(void)
 {
 	const char *want = getenv("REGCACHE_MONITOR");
@@ -388,4 +403,39 @@ bool t_case_end(struct t_case *k, const char *what, bool stale_expected)
 	if (ok)
 		printf("ok: %s\n", what);
 	return ok;
+}
+
+void t_passthrough_case(struct io_uring *ring, struct regcache *c, char *buf,
+			size_t len, void (*change)(void *), void *arg,
+			const char *what)
+{
+	struct regcache_stats st, st2;
+	struct regcache_region *r, *held;
+
+	regcache_get_stats(c, &st);
+	T_REQUIRE(regcache_get(c, buf, len, 0, &r) == 0);
+	T_CHECK(t_dma_visible(ring, r, buf, len, 1));
+	regcache_put(c, r);
+	T_REQUIRE(regcache_get(c, buf, len, 0, &held) == 0);
+	regcache_get_stats(c, &st2);
+	T_EXPECT_EQ(st.hits, st2.hits);
+	T_EXPECT_EQ(st.uncached + 2, st2.uncached);
+	change(arg);
+	if (t_dma_visible(ring, held, buf, len, 3)) {
+		fprintf(stderr, "%s: negative control failed: DMA through the "
+			"old registration is still visible\n", what);
+		t_failures++;
+	}
+	regcache_put(c, held);
+	T_REQUIRE(regcache_get(c, buf, len, 0, &r) == 0);
+	if (!t_dma_visible(ring, r, buf, len, 4)) {
+		fprintf(stderr, "%s: DMA after the change is not visible\n",
+			what);
+		t_failures++;
+	}
+	regcache_put(c, r);
+	regcache_get_stats(c, &st2);
+	T_EXPECT_EQ(st.hits, st2.hits);
+	T_EXPECT_EQ(st.uncached + 3, st2.uncached);
+	printf("ok: %s (served uncached)\n", what);
 }

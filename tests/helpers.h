@@ -4,12 +4,18 @@
 #ifndef T_HELPERS_H
 #define T_HELPERS_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <regcache.h>
 #include <regcache/uring.h>
@@ -61,7 +67,6 @@ static inline int t_exit_status(void)
 #define T_SCALE(n) ((n) / 8 ? (n) / 8 : 1)
 #else
 #define T_SCALE(n) (n)
-
 #endif
 
 /*
@@ -78,6 +83,19 @@ static inline int t_exit_status(void)
  */
 void t_monitor_require(void);
 bool t_monitor_is(const char *name);
+
+/*
+ * For a program that tests one backend (bpf-*, uffd-*): ask for monitor
+ * @name, whatever REGCACHE_MONITOR says, before the first cache is created;
+ * t_monitor_require() then insists on it.
+ */
+void t_monitor_only(const char *name);
+
+/*
+ * Exit 77 with the reason when monitor @name cannot run in this process at
+ * all; for tests that must know before they create a cache.
+ */
+void t_monitor_skip_unavailable(const char *name);
 
 /* A ring for fixed-buffer DMA; exits FAIL if io_uring is unavailable. */
 void t_ring_init(struct io_uring *ring);
@@ -166,5 +184,17 @@ struct t_case {
 void t_case_begin(struct t_case *k, struct io_uring *ring, struct regcache *c,
 		  void *buf, size_t len);
 bool t_case_end(struct t_case *k, const char *what, bool stale_expected);
+
+/*
+ * Memory the monitor must refuse to cache (the userfaultfd monitor cannot
+ * watch shared or file-backed memory): every get is served pass-through
+ * (counted as uncached, never a hit), so after @change(@arg), which must
+ * leave fresh pages at [buf, buf+len), a new get sees them. Negative
+ * control: DMA through the registration held across the change is not
+ * visible.
+ */
+void t_passthrough_case(struct io_uring *ring, struct regcache *c, char *buf,
+			size_t len, void (*change)(void *), void *arg,
+			const char *what);
 
 #endif

@@ -25,7 +25,8 @@ for cfg in "${configs[@]}"; do
 	esac
 	dir=build-test-$cfg
 	echo "=== $cfg build ($dir) ==="
-	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" >/dev/null
+	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREGCACHE_WERROR=ON \
+		"${flags[@]}" >/dev/null
 	cmake --build "$dir" -j "$jobs" >/dev/null
 	# Serial: monitor tests count attached BPF programs and VMAs, and
 	# the race tests need both cores.

@@ -211,9 +211,12 @@ struct worker {
 	char *own;		/* this thread's 1000 buffers */
 	char *priv;		/* 1000 more, in a cache of its own (control) */
 	char *shared;		/* the buffer both threads hit */
+	char *creators;		/* the main thread's 1000 buffers */
+	bool other;		/* this worker also times hits on them */
 	pthread_barrier_t *all, *pair;
 	long n;
-	double same[MAX_REPS], distinct[MAX_REPS], separate[MAX_REPS];
+	double same[MAX_REPS], distinct[MAX_REPS], separate[MAX_REPS],
+		other_ns[MAX_REPS];
 };
 
 static void *worker_fn(void *arg)
@@ -244,6 +247,12 @@ static void *worker_fn(void *arg)
 		 * both CPUs run (shared caches, SMT, other load). */
 		w->separate[rep] = hit_loop(&priv, w->priv, NBUF, 2, w->n);
 		pthread_barrier_wait(w->all);
+		/* Alone: hits on regions another thread created, as a
+		 * progress thread or a thread pool makes them. */
+		if (w->other)
+			w->other_ns[rep] = hit_loop(w->c, w->creators, NBUF, 2,
+						    2 * w->n);
+		pthread_barrier_wait(w->all);
 	}
 	bcache_destroy(&priv);
 	return NULL;
@@ -272,7 +281,8 @@ static void group_hits(bool ucx, const char *who)
 	for (int t = 0; t < 2; t++) {
 		w[t] = (struct worker){
 			.cpu = t, .c = &c, .all = &all, .pair = &pair,
-			.n = n / 2, .shared = area,
+			.n = n / 2, .shared = area, .creators = area,
+			.other = t == 1,
 			.own = area + (size_t)(1 + t) * NBUF * 2 * page,
 			.priv = area + (size_t)(3 + t) * NBUF * 2 * page,
 		};
@@ -284,6 +294,7 @@ static void group_hits(bool ucx, const char *who)
 		distinct[rep] = hit_loop(&c, area, NBUF, 2, n);
 		pthread_barrier_wait(&all);	/* workers run */
 		pthread_barrier_wait(&all);	/* workers done */
+		pthread_barrier_wait(&all);	/* other-thread hits done */
 	}
 	for (int t = 0; t < 2; t++)
 		pthread_join(w[t].tid, NULL);
@@ -297,6 +308,7 @@ static void group_hits(bool ucx, const char *who)
 	emit("hit_2t_same", who, median(same2, bench_opt.reps), "ns");
 	emit("hit_2t_1000", who, median(distinct2, bench_opt.reps), "ns");
 	emit("hit_2t_separate", who, median(sep2, bench_opt.reps), "ns");
+	emit("hit_1t_other", who, median(w[1].other_ns, bench_opt.reps), "ns");
 	bcache_destroy(&c);
 }
 

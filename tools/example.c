@@ -6,6 +6,10 @@
  * registration, then unmapped and mapped again at the same address, which
  * is what an allocator does behind a middleware's back. A cache keyed by
  * address would now point the device at the old pages; regcache must not.
+ *
+ * Built against an installed regcache, as README.md shows:
+ *   cc example.c $(pkg-config --cflags --libs regcache liburing)
+ * or with CMake: find_package(regcache) and regcache::regcache, plus liburing.
  */
 #include <errno.h>
 #include <liburing.h>
@@ -57,7 +61,12 @@ int main(void)
 		fprintf(stderr, "setup failed: %s\n", strerror(-ret));
 		return 1;
 	}
-	printf("regcache-example: monitor \"%s\"\n", regcache_monitor_name());
+	/* The header this was compiled against, the library it runs with. */
+	printf("regcache-example: header %d.%d.%d, library %d.%d.%d, "
+	       "monitor \"%s\"\n", REGCACHE_VERSION_MAJOR,
+	       REGCACHE_VERSION_MINOR, REGCACHE_VERSION_PATCH,
+	       regcache_version() / 10000, regcache_version() / 100 % 100,
+	       regcache_version() % 100, regcache_monitor_name());
 
 	buf = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

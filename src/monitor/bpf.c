@@ -38,6 +38,7 @@
 
 #include "../log.h"
 #include "monitor.h"
+#include "bpf_files.h"
 #include "vma.h"
 #include "rc_bpf_abi.h"
 #include "rc_monitor.skel.h"
@@ -46,7 +47,7 @@
 
 /* The one instance (the monitor is process-wide). Fields are written by
  * ->start()/->stop()/->forked() under the monitor lock; ->pull() also runs
- * under it; ->watch() takes files_lock. */
+ * under it; ->watch() takes files.lock. */
 static struct bpf_backend {
 	struct rc_monitor_bpf *skel;
 	int ring_fd;
@@ -62,28 +63,15 @@ static struct bpf_backend {
 	uint64_t drops_seen;
 	bool file_hook;		/* page-cache removals are seen */
 	bool ignore_drops;	/* test only: rely on the headroom alone */
-	pthread_mutex_t files_lock;
-	uint64_t nfiles;
-	/* Which filesystems (by superblock dev) may be watched; under
-	 * files_lock. See fs_allowed(). */
-	int mountinfo_fd;
-	__u64 shmem_dev;	/* internal shmem mount: memfd, shared anon, SysV */
-	unsigned nfs;
-	struct {
-		__u64 dev;
-		bool ok;
-	} fs[32];
-} bb = {
+	struct rc_bpf_files files;	/* ->watch() of file mappings */
+} ebpf = {
 	.ring_fd = -1,
 	.vmas = { .maps_fd = -1 },
 	.null_fd = -1,
-	.mountinfo_fd = -1,
-	.files_lock = PTHREAD_MUTEX_INITIALIZER,
+	.files = RC_BPF_FILES_INIT,
 };
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
-static void learn_shmem_dev(void);
 
 static double now_ms(void)
 {
@@ -114,7 +102,9 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt,
 	if (n && !libbpf_last[0]) {
 		/* Keep one line: a verifier log follows its header. */
 		buf[strcspn(buf, "\n")] = 0;
-		snprintf(libbpf_last, sizeof(libbpf_last), "%s", buf);
+		n = strnlen(buf, sizeof(libbpf_last) - 1);
+		memcpy(libbpf_last, buf, n);
+		libbpf_last[n] = 0;
 	}
 	rc_debug("libbpf: %s", buf);
 	return 0;
@@ -130,8 +120,8 @@ static void null_over(int fd)
 {
 	/* dup3, not dup2: dup2 clears FD_CLOEXEC, and a child that forks and
 	 * execs a helper would leak every one of these into it. */
-	if (fd >= 0 && fd != bb.null_fd)
-		dup3(bb.null_fd, fd, O_CLOEXEC);
+	if (fd >= 0 && fd != ebpf.null_fd)
+		dup3(ebpf.null_fd, fd, O_CLOEXEC);
 }
 
 static void atfork_child(void)
@@ -140,37 +130,38 @@ static void atfork_child(void)
 	struct bpf_map *map;
 	struct bpf_link **links;
 
-	if (!bb.skel || bb.null_fd < 0)
+	if (!ebpf.skel || ebpf.null_fd < 0)
 		return;
-	links = (struct bpf_link **)&bb.skel->links;
-	for (size_t i = 0; i < sizeof(bb.skel->links) / sizeof(*links); i++)
+	links = (struct bpf_link **)&ebpf.skel->links;
+	for (size_t i = 0; i < sizeof(ebpf.skel->links) / sizeof(*links); i++)
 		if (links[i])
 			null_over(bpf_link__fd(links[i]));
-	bpf_object__for_each_program(prog, bb.skel->obj)
+	bpf_object__for_each_program(prog, ebpf.skel->obj)
 		null_over(bpf_program__fd(prog));
-	bpf_object__for_each_map(map, bb.skel->obj)
+	bpf_object__for_each_map(map, ebpf.skel->obj)
 		null_over(bpf_map__fd(map));
-	null_over(bb.ring_fd);
+	null_over(ebpf.ring_fd);
 }
 
-/* A fork while another thread is inside watch_file() would leave files_lock
- * locked forever in the child (the owner does not exist there), and the
- * child's first watch of a shared mapping would hang: hold it across fork.
- * Nothing takes the monitor lock while holding files_lock, so the order
+/* A fork while another thread is inside rc_bpf_files_watch() would leave
+ * its lock locked forever in the child (the owner does not exist there),
+ * and the child's first watch of a shared mapping would hang: hold it
+ * across fork.
+ * Nothing takes the monitor lock while holding files.lock, so the order
  * against monitor.c's own prepare handler cannot deadlock. */
 static void atfork_prepare(void)
 {
-	pthread_mutex_lock(&bb.files_lock);
+	pthread_mutex_lock(&ebpf.files.lock);
 }
 
 static void atfork_parent(void)
 {
-	pthread_mutex_unlock(&bb.files_lock);
+	pthread_mutex_unlock(&ebpf.files.lock);
 }
 
 static void atfork_child_unlock(void)
 {
-	pthread_mutex_unlock(&bb.files_lock);
+	pthread_mutex_unlock(&ebpf.files.lock);
 	atfork_child();
 }
 
@@ -182,15 +173,15 @@ static void register_atfork(void)
 /* Release everything start() made; safe on a partial start. */
 static void teardown(bool in_child)
 {
-	if (bb.skel) {
+	if (ebpf.skel) {
 		if (in_child) {
 			/* The links belong to the parent: only close our
 			 * fds, never detach through a shared object. */
 			struct bpf_link **links =
-				(struct bpf_link **)&bb.skel->links;
+				(struct bpf_link **)&ebpf.skel->links;
 
 			for (size_t i = 0;
-			     i < sizeof(bb.skel->links) / sizeof(*links); i++) {
+			     i < sizeof(ebpf.skel->links) / sizeof(*links); i++) {
 				if (!links[i])
 					continue;
 				/* A disconnected link's fd is not closed by
@@ -200,36 +191,32 @@ static void teardown(bool in_child)
 				bpf_link__disconnect(links[i]);
 			}
 		}
-		rc_monitor_bpf__destroy(bb.skel);
-		bb.skel = NULL;
+		rc_monitor_bpf__destroy(ebpf.skel);
+		ebpf.skel = NULL;
 	}
 	if (!in_child) {
 		/* In a child these were MADV_DONTFORK: the addresses may
 		 * already hold the child's own memory. */
-		if (bb.data_map)
-			munmap(bb.data_map, bb.data_len);
-		if (bb.cons)
-			munmap((void *)bb.cons, bb.page);
-		if (bb.gen)
-			munmap((void *)bb.gen, bb.page);
+		if (ebpf.data_map)
+			munmap(ebpf.data_map, ebpf.data_len);
+		if (ebpf.cons)
+			munmap((void *)ebpf.cons, ebpf.page);
+		if (ebpf.gen)
+			munmap((void *)ebpf.gen, ebpf.page);
 	}
-	bb.data_map = bb.data = NULL;
-	bb.cons = bb.gen = NULL;
-	if (bb.ring_fd >= 0)
-		close(bb.ring_fd);
-	rc_vma_source_close(&bb.vmas);
-	if (bb.null_fd >= 0)
-		close(bb.null_fd);
-	if (bb.mountinfo_fd >= 0)
-		close(bb.mountinfo_fd);
-	bb.ring_fd = bb.null_fd = bb.mountinfo_fd = -1;
-	bb.shmem_dev = 0;
-	bb.nfs = 0;
-	bb.nfiles = 0;
-	bb.drops_seen = 0;
+	ebpf.data_map = ebpf.data = NULL;
+	ebpf.cons = ebpf.gen = NULL;
+	if (ebpf.ring_fd >= 0)
+		close(ebpf.ring_fd);
+	rc_vma_source_close(&ebpf.vmas);
+	if (ebpf.null_fd >= 0)
+		close(ebpf.null_fd);
+	rc_bpf_files_close(&ebpf.files);
+	ebpf.ring_fd = ebpf.null_fd = -1;
+	ebpf.drops_seen = 0;
 }
 
-static const char *why(int err)
+static const char *bpf_errno_hint(int err)
 {
 	switch (err) {
 	case EPERM:
@@ -256,24 +243,24 @@ static int map_ring(void)
 	size_t size = RC_BPF_RING_BYTES;
 	void *p;
 
-	p = mmap(NULL, bb.page, PROT_READ | PROT_WRITE, MAP_SHARED, bb.ring_fd,
+	p = mmap(NULL, ebpf.page, PROT_READ | PROT_WRITE, MAP_SHARED, ebpf.ring_fd,
 		 0);
 	if (p == MAP_FAILED)
 		return -errno;
-	bb.cons = p;
-	p = mmap(NULL, bb.page, PROT_READ, MAP_SHARED, bb.ring_fd, bb.page);
+	ebpf.cons = p;
+	p = mmap(NULL, ebpf.page, PROT_READ, MAP_SHARED, ebpf.ring_fd, ebpf.page);
 	if (p == MAP_FAILED)
 		return -errno;
-	bb.gen = p;
-	bb.data_len = bb.page + 2 * size;
-	p = mmap(NULL, bb.data_len, PROT_READ, MAP_SHARED, bb.ring_fd, bb.page);
+	ebpf.gen = p;
+	ebpf.data_len = ebpf.page + 2 * size;
+	p = mmap(NULL, ebpf.data_len, PROT_READ, MAP_SHARED, ebpf.ring_fd, ebpf.page);
 	if (p == MAP_FAILED)
 		return -errno;
-	bb.data_map = p;
-	bb.data = bb.data_map + bb.page;
+	ebpf.data_map = p;
+	ebpf.data = ebpf.data_map + ebpf.page;
 	/* A child must never move the parent's consumer position. */
-	if (madvise((void *)bb.cons, bb.page, MADV_DONTFORK) ||
-	    madvise(bb.data_map, bb.data_len, MADV_DONTFORK))
+	if (madvise((void *)ebpf.cons, ebpf.page, MADV_DONTFORK) ||
+	    madvise(ebpf.data_map, ebpf.data_len, MADV_DONTFORK))
 		return -errno;
 	return 0;
 }
@@ -306,7 +293,7 @@ static uint64_t ring_walk(uint64_t cons, uint64_t prod,
 	uint64_t mask = RC_BPF_RING_BYTES - 1;
 
 	while (cons < prod) {
-		_Atomic uint32_t *hdr = (_Atomic uint32_t *)(bb.data +
+		_Atomic uint32_t *hdr = (_Atomic uint32_t *)(ebpf.data +
 							     (cons & mask));
 		uint32_t len = wait_committed(hdr);
 		uint32_t size = len & ~(BPF_RINGBUF_BUSY_BIT |
@@ -322,7 +309,7 @@ static uint64_t ring_walk(uint64_t cons, uint64_t prod,
 		cons += (size + BPF_RINGBUF_HDR_SZ + 7) & ~7ull;
 		/* Release: we read the record before the kernel may
 		 * reuse its space. */
-		rc_store_release(bb.cons, cons);
+		rc_store_release(ebpf.cons, cons);
 	}
 	return cons;
 }
@@ -340,13 +327,13 @@ static int learn_tgid(__u64 *mm)
 	while (!cookie)
 		if (getrandom(&cookie, sizeof(cookie), 0) != sizeof(cookie))
 			return -errno;
-	__atomic_store_n(&bb.skel->bss->learn_cookie, cookie,
+	__atomic_store_n(&ebpf.skel->bss->learn_cookie, cookie,
 			 __ATOMIC_RELEASE);
 	syscall(SYS_madvise, 0UL, 0UL, cookie);
-	__atomic_store_n(&bb.skel->bss->learn_cookie, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&ebpf.skel->bss->learn_cookie, 0, __ATOMIC_RELEASE);
 	/* The program ran in this thread, before the syscall returned. */
-	tgid = __atomic_load_n(&bb.skel->bss->learned_tgid, __ATOMIC_ACQUIRE);
-	*mm = __atomic_load_n(&bb.skel->bss->learned_mm, __ATOMIC_ACQUIRE);
+	tgid = __atomic_load_n(&ebpf.skel->bss->learned_tgid, __ATOMIC_ACQUIRE);
+	*mm = __atomic_load_n(&ebpf.skel->bss->learned_mm, __ATOMIC_ACQUIRE);
 	if (!tgid || tgid > UINT32_MAX || !*mm) {
 		rc_info("BPF programs are attached but did not see the start "
 			"marker syscall");
@@ -355,7 +342,7 @@ static int learn_tgid(__u64 *mm)
 	if (tgid != (__u64)getpid())
 		rc_debug("eBPF monitor: global tgid %" PRIu64 ", getpid() %d "
 			 "(PID namespace)", (uint64_t)tgid, (int)getpid());
-	bb.tgid = (__u32)tgid;
+	ebpf.tgid = (__u32)tgid;
 	return 0;
 }
 
@@ -380,37 +367,37 @@ static int self_test(__u64 mm)
 {
 	struct rc_bpf_proc st;
 	struct self_test_seen seen;
-	uint64_t before = rc_load_acquire(bb.gen);
-	void *p = mmap(NULL, bb.page, PROT_READ | PROT_WRITE,
+	uint64_t before = rc_load_acquire(ebpf.gen);
+	void *p = mmap(NULL, ebpf.page, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
 		return -errno;
-	munmap(p, bb.page);
+	munmap(p, ebpf.page);
 	seen.start = (uintptr_t)p;
-	seen.end = (uintptr_t)p + bb.page;
+	seen.end = (uintptr_t)p + ebpf.page;
 	seen.found = false;
 	/* Nothing of ours is cached yet: consume the test's records. */
-	ring_walk(rc_load_relaxed(bb.cons), rc_load_acquire(bb.gen),
+	ring_walk(rc_load_relaxed(ebpf.cons), rc_load_acquire(ebpf.gen),
 		  self_test_record, &seen);
-	if (bpf_map_lookup_elem(bpf_map__fd(bb.skel->maps.procs_state),
-				&bb.tgid, &st))
+	if (bpf_map_lookup_elem(bpf_map__fd(ebpf.skel->maps.procs_state),
+				&ebpf.tgid, &st))
 		return -errno;
-	if (rc_load_acquire(bb.gen) == before || !seen.found ||
+	if (rc_load_acquire(ebpf.gen) == before || !seen.found ||
 	    st.mm != mm) {
 		rc_info("BPF programs are attached but did not record this "
 			"process's munmap (generation %s, range %s, mm %s)",
-			rc_load_acquire(bb.gen) == before ? "still" : "moved",
+			rc_load_acquire(ebpf.gen) == before ? "still" : "moved",
 			seen.found ? "found" : "missing",
 			st.mm == mm ? "matches" : "differs");
 		return -ENOSYS;
 	}
 	/* A clone(CLONE_VM) child that is not a thread has its own tgid but
 	 * changes our address space: the programs also look up the mm. */
-	if (bpf_map_update_elem(bpf_map__fd(bb.skel->maps.mms), &st.mm,
-				&bb.tgid, BPF_ANY))
+	if (bpf_map_update_elem(bpf_map__fd(ebpf.skel->maps.mms), &st.mm,
+				&ebpf.tgid, BPF_ANY))
 		return -errno;
-	bb.drops_seen = st.drops;
+	ebpf.drops_seen = st.drops;
 	return 0;
 }
 
@@ -430,7 +417,7 @@ static void set_headroom(void)
 
 	if (h > RC_BPF_RING_BYTES / 2)
 		h = RC_BPF_RING_BYTES / 2;
-	bb.skel->rodata->headroom = h;
+	ebpf.skel->rodata->headroom = h;
 }
 
 static void restore_memlock(const struct rlimit *was)
@@ -449,6 +436,7 @@ static int bpf_start(struct rc_monitor *mon)
 	libbpf_print_fn_t old_print;
 	struct rc_bpf_proc st = { 0 };
 	struct rlimit memlock;
+	const char *files_problem;
 	double t0 = now_ms(), t1;
 	__u64 mm = 0;
 	int ret;
@@ -459,10 +447,10 @@ static int bpf_start(struct rc_monitor *mon)
 		return -EOPNOTSUPP;
 	}
 	pthread_once(&atfork_once, register_atfork);
-	bb.page = sysconf(_SC_PAGESIZE);
-	bb.tgid = 0;
+	ebpf.page = sysconf(_SC_PAGESIZE);
+	ebpf.tgid = 0;
 	/* Tests prove that the headroom alone covers a lost record. */
-	bb.ignore_drops = getenv("REGCACHE_BPF_IGNORE_DROPS") != NULL;
+	ebpf.ignore_drops = getenv("REGCACHE_BPF_IGNORE_DROPS") != NULL;
 
 	libbpf_last[0] = 0;
 	old_print = libbpf_set_print(libbpf_log);
@@ -472,30 +460,30 @@ static int bpf_start(struct rc_monitor *mon)
 	 * the load (libbpf_set_memlock_rlim is not exported by libbpf 1.1). */
 	if (getrlimit(RLIMIT_MEMLOCK, &memlock))
 		memlock.rlim_cur = memlock.rlim_max = RLIM_INFINITY;
-	bb.skel = rc_monitor_bpf__open();
-	if (!bb.skel) {
+	ebpf.skel = rc_monitor_bpf__open();
+	if (!ebpf.skel) {
 		ret = -errno;
 		goto fail;
 	}
 	set_headroom();
-	ret = rc_monitor_bpf__load(bb.skel);
-	bb.file_hook = true;
+	ret = rc_monitor_bpf__load(ebpf.skel);
+	ebpf.file_hook = true;
 	if (ret) {
 		/* Without the page-cache tracepoint (its argument became a
 		 * folio in 5.19) everything but shared and file mappings can
 		 * still be watched: retry without it. */
-		rc_monitor_bpf__destroy(bb.skel);
-		bb.skel = rc_monitor_bpf__open();
-		if (!bb.skel) {
+		rc_monitor_bpf__destroy(ebpf.skel);
+		ebpf.skel = rc_monitor_bpf__open();
+		if (!ebpf.skel) {
 			ret = -errno;
 			goto fail;
 		}
 		set_headroom();
-		bpf_program__set_autoload(bb.skel->progs.rc_filemap_delete,
+		bpf_program__set_autoload(ebpf.skel->progs.rc_filemap_delete,
 					  false);
-		if (rc_monitor_bpf__load(bb.skel))
+		if (rc_monitor_bpf__load(ebpf.skel))
 			goto fail;	/* the first error says more */
-		bb.file_hook = false;
+		ebpf.file_hook = false;
 		rc_info("eBPF monitor: no usable mm_filemap_delete_from_page_cache "
 			"tracepoint (%s): shared and file mappings are served "
 			"uncached", strerror(-ret));
@@ -504,21 +492,21 @@ static int bpf_start(struct rc_monitor *mon)
 	t1 = now_ms();
 	/* Before attaching: without it a forked child could not drop the
 	 * parent's links, and would keep the programs attached. */
-	bb.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (bb.null_fd < 0) {
+	ebpf.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (ebpf.null_fd < 0) {
 		ret = -errno;
 		goto fail;
 	}
-	bb.ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "rc_ring", 0, 0,
+	ebpf.ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "rc_ring", 0, 0,
 				    RC_BPF_RING_BYTES, NULL);
-	if (bb.ring_fd < 0) {
-		ret = bb.ring_fd;
+	if (ebpf.ring_fd < 0) {
+		ret = ebpf.ring_fd;
 		goto fail;
 	}
 	ret = map_ring();
 	if (ret)
 		goto fail;
-	ret = rc_monitor_bpf__attach(bb.skel);
+	ret = rc_monitor_bpf__attach(ebpf.skel);
 	if (ret)
 		goto fail;
 	/* The programs see nothing of ours until procs holds our ring. */
@@ -526,10 +514,10 @@ static int bpf_start(struct rc_monitor *mon)
 	if (ret)
 		goto fail;
 	st.mm = mm;
-	if (bpf_map_update_elem(bpf_map__fd(bb.skel->maps.procs_state),
-				&bb.tgid, &st, BPF_ANY) ||
-	    bpf_map_update_elem(bpf_map__fd(bb.skel->maps.procs), &bb.tgid,
-				&bb.ring_fd, BPF_ANY)) {
+	if (bpf_map_update_elem(bpf_map__fd(ebpf.skel->maps.procs_state),
+				&ebpf.tgid, &st, BPF_ANY) ||
+	    bpf_map_update_elem(bpf_map__fd(ebpf.skel->maps.procs), &ebpf.tgid,
+				&ebpf.ring_fd, BPF_ANY)) {
 		ret = -errno;
 		goto fail;
 	}
@@ -539,23 +527,20 @@ static int bpf_start(struct rc_monitor *mon)
 	libbpf_set_print(old_print);
 	restore_memlock(&memlock);
 
-	rc_vma_source_open(&bb.vmas, "REGCACHE_BPF_NO_PROCMAP_QUERY");
-	bb.mountinfo_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-	learn_shmem_dev();
-	if (bb.file_hook && (bb.mountinfo_fd < 0 || !bb.shmem_dev))
+	rc_vma_source_open(&ebpf.vmas, "REGCACHE_BPF_NO_PROCMAP_QUERY");
+	files_problem = rc_bpf_files_open(&ebpf.files);
+	if (ebpf.file_hook && files_problem)
 		rc_info("eBPF monitor: %s: some shared and file mappings are "
-			"served uncached", bb.mountinfo_fd < 0 ?
-				"cannot read /proc/self/mountinfo" :
-				"cannot learn the shmem device (memfd_create)");
+			"served uncached", files_problem);
 	mon->caps = (struct rc_monitor_caps){
 		.can_cache = true,
 		.synchronous = true,
 	};
-	mon->backend = &bb;
+	mon->backend = &ebpf;
 	/* From here the hit path reads the producer position. The kernel
 	 * advances it (smp_store_release) when a stage reserves a record,
 	 * before the change it describes is made. */
-	mon->gen = bb.gen;
+	mon->gen = ebpf.gen;
 	rc_info("eBPF monitor: loaded in %.1f ms, attached and self-tested in "
 		"%.1f ms", t1 - t0, now_ms() - t1);
 	return 0;
@@ -566,7 +551,7 @@ fail:
 		ret = -ret;
 	if (!ret)
 		ret = -EINVAL;
-	rc_info("eBPF monitor unavailable: %s%s%s", why(-ret),
+	rc_info("eBPF monitor unavailable: %s%s%s", bpf_errno_hint(-ret),
 		libbpf_last[0] ? "; libbpf said: " : "", libbpf_last);
 	teardown(false);
 	return ret;
@@ -586,195 +571,29 @@ static void pull_record(void *arg, uint64_t start, uint64_t end)
  */
 static void bpf_pull(struct rc_monitor *mon)
 {
-	uint64_t cons = rc_load_relaxed(bb.cons);
+	uint64_t cons = rc_load_relaxed(ebpf.cons);
 	/* Acquire pairs with the kernel's release of producer_pos. */
-	uint64_t prod = rc_load_acquire(bb.gen);
+	uint64_t prod = rc_load_acquire(ebpf.gen);
 	struct rc_bpf_proc st;
 
 	ring_walk(cons, prod, pull_record, mon);
 	/* A record that did not fit: the producer position was already past
 	 * every adopted generation when it was lost (the ring was full), so
 	 * this pull runs for it; treat it as "everything" (design rule 5). */
-	if (!bpf_map_lookup_elem(bpf_map__fd(bb.skel->maps.procs_state),
-				 &bb.tgid, &st) &&
-	    st.drops != bb.drops_seen && !bb.ignore_drops) {
+	if (!bpf_map_lookup_elem(bpf_map__fd(ebpf.skel->maps.procs_state),
+				 &ebpf.tgid, &st) &&
+	    st.drops != ebpf.drops_seen && !ebpf.ignore_drops) {
 		rc_debug("eBPF ring overflowed (%" PRIu64 " records lost): "
 			 "invalidating everything",
-			 (uint64_t)(st.drops - bb.drops_seen));
-		bb.drops_seen = st.drops;
+			 (uint64_t)(st.drops - ebpf.drops_seen));
+		ebpf.drops_seen = st.drops;
 		rc_monitor_publish_all(mon);
 	}
 }
 
-/* Is the filesystem of mountinfo line @line (NUL-terminated) the one with
- * superblock dev maj:min? Sets *ok to whether its type is allowed. */
-static bool mountinfo_match(const char *line, bool truncated, unsigned maj,
-			    unsigned min, bool *ok)
-{
-	static const char *const allowed[] = { "tmpfs", "ext4", "xfs",
-					       "btrfs" };
-	unsigned lmaj, lmin;
-	const char *sep;
-	size_t n;
-
-	if (sscanf(line, "%*u %*u %u:%u", &lmaj, &lmin) != 2 || lmaj != maj ||
-	    lmin != min)
-		return false;
-	*ok = false;
-	/* Optional fields end with " - "; the type follows. A line cut by
-	 * our buffer is not trusted. */
-	sep = strstr(line, " - ");
-	if (truncated || !sep)
-		return true;
-	sep += 3;
-	n = strcspn(sep, " ");
-	for (size_t i = 0; i < sizeof(allowed) / sizeof(*allowed); i++)
-		if (strlen(allowed[i]) == n && !memcmp(sep, allowed[i], n))
-			*ok = true;
-	return true;
-}
-
-/* Read /proc/self/mountinfo through stack buffers (no allocation) for the
- * filesystem with superblock dev maj:min. Not found: not allowed. */
-static bool mountinfo_allowed(unsigned maj, unsigned min)
-{
-	char buf[4096], line[4096];
-	size_t len = 0;
-	bool truncated = false, ok = false;
-	ssize_t n;
-
-	if (lseek(bb.mountinfo_fd, 0, SEEK_SET) < 0)
-		return false;
-	while ((n = read(bb.mountinfo_fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
-			if (buf[i] != '\n') {
-				if (len < sizeof(line) - 1)
-					line[len++] = buf[i];
-				else
-					truncated = true;
-				continue;
-			}
-			line[len] = 0;
-			if (mountinfo_match(line, truncated, maj, min, &ok))
-				return ok;
-			len = 0;
-			truncated = false;
-		}
-	}
-	return false;
-}
-
-/*
- * May pages of a mapping on filesystem dev be cached? Only where the inode
- * that PROCMAP_QUERY (or /proc/self/maps) reports is the inode whose page
- * cache holds the pages, so that the page-cache hook, keyed by that inode,
- * sees a truncate or hole punch by another process: shmem (memfd, shared
- * anonymous, SysV shm, tmpfs), ext4, xfs, btrfs. Not overlayfs (the mapping
- * names the overlay inode, the pages belong to the upper or lower one) nor
- * FUSE or network filesystems (pages can go away without a local
- * page-cache removal we hook), nor anything unknown. Answers are cached
- * per dev; the cache is dropped when the mount table changes (poll on
- * mountinfo reports it), since a dev can be reused by a new superblock
- * once the old one is unmounted. Under files_lock.
- */
-static bool fs_allowed(unsigned maj, unsigned min)
-{
-	__u64 dev = ((__u64)maj << 20) | min;
-	struct pollfd pfd = { .fd = bb.mountinfo_fd, .events = POLLPRI };
-	bool ok;
-
-	if (bb.shmem_dev && dev == bb.shmem_dev)
-		return true;
-	if (bb.mountinfo_fd < 0)
-		return false;
-	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLERR | POLLPRI)))
-		bb.nfs = 0;
-	for (unsigned i = 0; i < bb.nfs; i++)
-		if (bb.fs[i].dev == dev)
-			return bb.fs[i].ok;
-	ok = mountinfo_allowed(maj, min);
-	if (bb.nfs == sizeof(bb.fs) / sizeof(*bb.fs))
-		bb.nfs = 0;
-	bb.fs[bb.nfs].dev = dev;
-	bb.fs[bb.nfs].ok = ok;
-	bb.nfs++;
-	if (!ok)
-		rc_debug("eBPF monitor: mappings of filesystem %u:%u are served "
-			 "uncached (not tmpfs/shmem, ext4, xfs or btrfs)",
-			 maj, min);
-	return ok;
-}
-
-/* Learn the dev of the kernel's internal shmem mount (memfd, shared
- * anonymous memory, SysV shm), which is not in mountinfo. */
-static void learn_shmem_dev(void)
-{
-	struct stat st;
-	int fd = memfd_create("regcache-shmem-probe", MFD_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	if (!fstat(fd, &st))
-		bb.shmem_dev = ((__u64)major(st.st_dev) << 20) |
-			       minor(st.st_dev);
-	close(fd);
-}
-
-/* Remember a file that a watched range maps, so that any process that
- * truncates or punches it invalidates us. Entries live until stop(): a
- * stale one only costs a spurious invalidation. */
-static int watch_file(const struct rc_procmap_query *q, uintptr_t start,
-		      uintptr_t end)
-{
-	struct rc_bpf_file_key key = {
-		.dev = ((__u64)q->dev_major << 20) | q->dev_minor,
-		.ino = q->inode,
-	};
-	uintptr_t s = start > q->vma_start ? start : q->vma_start;
-	uintptr_t e = end < q->vma_end ? end : q->vma_end;
-	__u64 lo = q->vma_offset / RC_PAGE + (s - q->vma_start) / RC_PAGE;
-	__u64 hi = q->vma_offset / RC_PAGE + (e - q->vma_start + RC_PAGE - 1) /
-						     RC_PAGE;
-	struct rc_bpf_file f = { .tgid = bb.tgid, .pgoff_lo = lo,
-				 .pgoff_hi = hi };
-	int fd = bpf_map__fd(bb.skel->maps.files);
-	bool found;
-	int ret = 0;
-
-	pthread_mutex_lock(&bb.files_lock);
-	if (!fs_allowed(q->dev_major, q->dev_minor)) {
-		ret = -EOPNOTSUPP;
-		goto out;
-	}
-	found = bpf_map_lookup_elem(fd, &key, &f) == 0;
-	if (found) {
-		if (f.pgoff_lo <= lo && f.pgoff_hi >= hi)
-			goto out;
-		f.pgoff_lo = f.pgoff_lo < lo ? f.pgoff_lo : lo;
-		f.pgoff_hi = f.pgoff_hi > hi ? f.pgoff_hi : hi;
-	}
-	if (bpf_map_update_elem(fd, &key, &f, BPF_ANY)) {
-		ret = -errno;
-		rc_info("cannot watch file %u:%u/%llu (%s): served uncached",
-			q->dev_major, q->dev_minor, (unsigned long long)q->inode,
-			strerror(-ret));
-		goto out;
-	}
-	if (!found) {
-		bb.nfiles++;
-		/* After the entry exists: the page-cache hook tests nfiles
-		 * first. */
-		__atomic_store_n(&bb.skel->bss->nfiles, bb.nfiles,
-				 __ATOMIC_RELEASE);
-	}
-out:
-	pthread_mutex_unlock(&bb.files_lock);
-	return ret;
-}
-
 static int vma_query(uintptr_t addr, struct rc_procmap_query *q)
 {
-	return rc_vma_query(&bb.vmas, addr, q);
+	return rc_vma_query(&ebpf.vmas, addr, q);
 }
 
 /*
@@ -783,7 +602,7 @@ static int vma_query(uintptr_t addr, struct rc_procmap_query *q)
  * file-backed memory: yes once its inode is in the `files` map (another
  * process can only take pages away by truncating or punching the file,
  * which removes them from the page cache), on filesystems where that inode
- * is the page-cache inode (fs_allowed). Private file mappings: no, a
+ * is the page-cache inode (bpf_files.c). Private file mappings: no, a
  * truncation by another process discards their copy-on-write pages, which
  * were never in the page cache. Huge pages (hugetlbfs): no, their
  * truncation path is not hooked.
@@ -811,9 +630,13 @@ static int bpf_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 			 * leaving the page cache, so nothing would tell us. */
 			if (!(q.vma_flags & RC_PROCMAP_VMA_SHARED))
 				return -EOPNOTSUPP;
-			if (!bb.file_hook)
+			if (!ebpf.file_hook)
 				return -EOPNOTSUPP;
-			ret = watch_file(&q, start, end);
+			ret = rc_bpf_files_watch(
+				&ebpf.files,
+				bpf_map__fd(ebpf.skel->maps.files),
+				&ebpf.skel->bss->nfiles, ebpf.tgid, &q, start,
+				end);
 			if (ret)
 				return ret;
 		}
@@ -827,10 +650,10 @@ static void bpf_forked(struct rc_monitor *mon)
 	/* Another thread of the child may still read the old generation
 	 * pointer: turn that page into a private zero page instead of
 	 * unmapping it (one page per fork is leaked, on purpose). */
-	if (bb.gen)
-		mmap((void *)bb.gen, bb.page, PROT_READ,
+	if (ebpf.gen)
+		mmap((void *)ebpf.gen, ebpf.page, PROT_READ,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	bb.gen = NULL;
+	ebpf.gen = NULL;
 	mon->gen = &mon->queue_head;
 	teardown(true);
 }

@@ -63,7 +63,8 @@ function(regcache_bpf_backend)
     VERBATIM)
   add_custom_target(regcache_bpf_skel DEPENDS ${out}/rc_monitor.skel.h)
 
-  target_sources(regcache PRIVATE src/monitor/bpf.c ${out}/rc_monitor.skel.h)
+  target_sources(regcache PRIVATE src/monitor/bpf.c src/monitor/bpf_files.c
+    ${out}/rc_monitor.skel.h)
   add_dependencies(regcache regcache_bpf_skel)
   target_include_directories(regcache PRIVATE ${out} ${src})
   target_link_libraries(regcache PRIVATE PkgConfig::LIBBPF)

@@ -7,14 +7,15 @@
  * the ranges with rc_monitor_publish(). See docs/monitor-userfaultfd.md.
  *
  * Three pieces of state:
- *  - the watch table: every [start, end) the caches watch, with a count
- *    (the contract balances watch/unwatch per range). It says what memory
- *    still needs monitoring.
- *  - the area table: sorted, disjoint ranges this backend registered, each
- *    with the generation at which its registration was last confirmed. It
- *    says what we may unregister, and lets a miss skip UFFDIO_REGISTER.
+ *  - the watch table (struct rc_range_count, ranges.h): every [start, end)
+ *    the caches watch, with a count (the contract balances watch/unwatch
+ *    per range). It says what memory still needs monitoring.
+ *  - the area table (struct rc_range_set): sorted, merged ranges this
+ *    backend registered, each with the generation at which its
+ *    registration was last confirmed. It says what we may unregister, and
+ *    lets a miss skip UFFDIO_REGISTER.
  *  - the sentinel: one private page, registered, that ->validate() probes.
- * Both tables live under uf.lock, which the monitor thread never takes:
+ * Both tables live under uffd.lock, which the monitor thread never takes:
  * a thread holding it may malloc, and a malloc may unmap watched memory and
  * sleep until the monitor thread reads the event (design rule 1).
  */
@@ -44,6 +45,7 @@
 
 #include "../log.h"
 #include "monitor.h"
+#include "ranges.h"
 #include "vma.h"
 
 #ifndef UFFD_USER_MODE_ONLY
@@ -60,16 +62,6 @@
 #define RC_UFFD_DEFER_MS 2
 /* Bounded wait in ->validate() for an event in flight to be published. */
 #define RC_UFFD_VALIDATE_SPINS 2000
-
-struct rc_uffd_area {
-	uintptr_t start, end;
-	uint64_t gen;		/* registration confirmed at this reg_gen */
-};
-
-struct rc_uffd_watch {
-	uintptr_t start, end;	/* start == 0: empty slot */
-	uint64_t count;
-};
 
 static struct uffd_backend {
 	int fd;
@@ -91,25 +83,24 @@ static struct uffd_backend {
 	/* Under lock. */
 	pthread_mutex_t lock;
 	uint64_t unreg_gen;		/* our own unregistrations */
-	struct rc_uffd_area *areas;
-	size_t nareas, areas_cap;
-	struct rc_uffd_watch *watches;
-	size_t nwatches, watches_cap;	/* cap: power of two or 0 */
+	struct rc_range_set areas;	/* gen: registration confirmed at
+					   this reg_gen() */
+	struct rc_range_count watches;
 	size_t unwatch_since_sweep;
-} uf = { .fd = -1, .stop_fd = -1, .vmas = { .maps_fd = -1 },
+} uffd = { .fd = -1, .stop_fd = -1, .vmas = { .maps_fd = -1 },
 	 .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
-/* A fork while another thread holds uf.lock would leave it locked in the
+/* A fork while another thread holds uffd.lock would leave it locked in the
  * child forever. */
 static void atfork_prepare(void)
 {
-	pthread_mutex_lock(&uf.lock);
+	pthread_mutex_lock(&uffd.lock);
 }
 static void atfork_release(void)
 {
-	pthread_mutex_unlock(&uf.lock);
+	pthread_mutex_unlock(&uffd.lock);
 }
 static void register_atfork(void)
 {
@@ -163,7 +154,7 @@ static void publish_msg(struct rc_monitor *mon, const struct uffd_msg *m,
 	case UFFD_EVENT_UNMAP:
 		/* Before the publish: a watch that snapshots map_gen after
 		 * this re-registers instead of trusting the area table. */
-		rc_fetch_add_relaxed(&uf.map_gen, 1);
+		rc_fetch_add_relaxed(&uffd.map_gen, 1);
 		rc_monitor_publish(mon, m->arg.remove.start, m->arg.remove.end);
 		break;
 	case UFFD_EVENT_REMOVE:
@@ -188,7 +179,7 @@ static void publish_msg(struct rc_monitor *mon, const struct uffd_msg *m,
 		}
 		break;
 	case UFFD_EVENT_REMAP:
-		rc_fetch_add_relaxed(&uf.map_gen, 1);
+		rc_fetch_add_relaxed(&uffd.map_gen, 1);
 		rc_monitor_publish(mon, m->arg.remap.from,
 				   m->arg.remap.from + m->arg.remap.len);
 		/* The destination's old contents were replaced too. */
@@ -199,11 +190,11 @@ static void publish_msg(struct rc_monitor *mon, const struct uffd_msg *m,
 		/* Cannot happen in WP mode when nothing is write-protected;
 		 * if it does, never leave the faulting thread asleep. */
 		struct uffdio_range r = {
-			.start = m->arg.pagefault.address & ~(uf.page - 1),
-			.len = uf.page,
+			.start = m->arg.pagefault.address & ~(uffd.page - 1),
+			.len = uffd.page,
 		};
 
-		ioctl(uf.fd, UFFDIO_WAKE, &r);
+		ioctl(uffd.fd, UFFDIO_WAKE, &r);
 		rc_monitor_publish_all(mon);
 		break;
 	}
@@ -235,14 +226,14 @@ static void batch_begin(void)
 	/* seq_cst: visible to every thread before read() completes any
 	 * event, which is before the unmapper can return or drop
 	 * mmap_changing. */
-	atomic_fetch_add_explicit(&uf.gen, 1, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&uffd.gen, 1, memory_order_seq_cst);
 }
 
 static void batch_end(void)
 {
 	/* Release: the published ranges before the even value. Pairs with
 	 * the acquire in rc_monitor_current() and in uffd_pull(). */
-	atomic_fetch_add_explicit(&uf.gen, 1, memory_order_release);
+	atomic_fetch_add_explicit(&uffd.gen, 1, memory_order_release);
 }
 
 static void drain(struct rc_monitor *mon, struct deferred *d)
@@ -253,7 +244,7 @@ static void drain(struct rc_monitor *mon, struct deferred *d)
 		ssize_t n;
 
 		batch_begin();
-		n = read(uf.fd, msgs, sizeof(msgs));
+		n = read(uffd.fd, msgs, sizeof(msgs));
 		if (n < 0) {
 			batch_end();
 			if (errno == EINTR)
@@ -264,7 +255,7 @@ static void drain(struct rc_monitor *mon, struct deferred *d)
 		}
 		for (size_t i = 0; i < (size_t)n / sizeof(msgs[0]); i++)
 			publish_msg(mon, &msgs[i], d);
-		rc_fetch_add_relaxed(&uf.events, (size_t)n / sizeof(msgs[0]));
+		rc_fetch_add_relaxed(&uffd.events, (size_t)n / sizeof(msgs[0]));
 		batch_end();
 		if ((size_t)n < sizeof(msgs))
 			return;
@@ -274,7 +265,7 @@ static void drain(struct rc_monitor *mon, struct deferred *d)
 /*
  * The single producer. It never allocates, frees, takes a lock that an
  * unmapping thread may hold, or unmaps anything: with one reader, unmapping
- * watched memory here would wait for itself (kernel-facts.md).
+ * watched memory here would wait for itself (docs/kernel-facts.md).
  */
 static void *monitor_thread(void *arg)
 {
@@ -284,18 +275,25 @@ static void *monitor_thread(void *arg)
 	/* Release: start() returns only after this, so that whatever the C
 	 * runtime or a sanitizer maps for a new thread is mapped before the
 	 * application can unmap and expect to reuse an address. */
-	rc_store_release(&uf.ready, 1);
+	rc_store_release(&uffd.ready, 1);
+	/* Cancellable only inside poll(), where nothing is half done: see
+	 * stop_thread(). */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	for (;;) {
 		struct pollfd p[2] = {
-			{ .fd = uf.fd, .events = POLLIN },
-			{ .fd = uf.stop_fd, .events = POLLIN },
+			{ .fd = uffd.fd, .events = POLLIN },
+			{ .fd = uffd.stop_fd, .events = POLLIN },
 		};
-		int ret = poll(p, 2, ms_until_due(&d));
+		int ret;
+
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		ret = poll(p, 2, ms_until_due(&d));
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 
 		if (ret < 0) {
 			if (errno == EINTR)
 				continue;	/* signals killed monitors in the
-						   wild (kernel-facts.md) */
+						   wild (docs/kernel-facts.md) */
 			rc_error("poll(userfaultfd) failed: %s; invalidating "
 				 "everything and retrying", strerror(errno));
 			rc_monitor_publish_all(mon);
@@ -324,7 +322,7 @@ static void *monitor_thread(void *arg)
 
 static int vma_query(uintptr_t addr, struct rc_procmap_query *q)
 {
-	return rc_vma_query(&uf.vmas, addr, q);
+	return rc_vma_query(&uffd.vmas, addr, q);
 }
 
 /* Memory that a userfaultfd sees every change of: private, anonymous, base
@@ -337,7 +335,7 @@ static const char *unwatchable(const struct rc_procmap_query *q)
 		return "file-backed (memfd, tmpfs, SysV shm or a file)";
 	if (q->vma_flags & RC_PROCMAP_VMA_SHARED)
 		return "a shared mapping";
-	if (q->vma_page_size != uf.page)
+	if (q->vma_page_size != uffd.page)
 		return "huge pages";
 	return NULL;
 }
@@ -349,7 +347,7 @@ static int uffd_register(uintptr_t start, uintptr_t end)
 		.mode = UFFDIO_REGISTER_MODE_WP,
 	};
 
-	return ioctl(uf.fd, UFFDIO_REGISTER, &reg) ? -errno : 0;
+	return ioctl(uffd.fd, UFFDIO_REGISTER, &reg) ? -errno : 0;
 }
 
 /*
@@ -363,36 +361,36 @@ static int uffd_register(uintptr_t start, uintptr_t end)
 static int register_sentinel(void)
 {
 	struct uffdio_register reg = {
-		.range = { (uintptr_t)uf.sentinel, uf.page },
+		.range = { (uintptr_t)uffd.sentinel, uffd.page },
 		.mode = UFFDIO_REGISTER_MODE_WP | UFFDIO_REGISTER_MODE_MISSING,
 	};
 
-	if (uf.zeropage_probe && !ioctl(uf.fd, UFFDIO_REGISTER, &reg))
+	if (uffd.zeropage_probe && !ioctl(uffd.fd, UFFDIO_REGISTER, &reg))
 		return 0;
-	uf.zeropage_probe = false;
-	return uffd_register((uintptr_t)uf.sentinel,
-			     (uintptr_t)uf.sentinel + uf.page);
+	uffd.zeropage_probe = false;
+	return uffd_register((uintptr_t)uffd.sentinel,
+			     (uintptr_t)uffd.sentinel + uffd.page);
 }
 
 /* 0 when no change of a registered VMA is in flight (mmap_changing is 0),
  * -EAGAIN when one is, another -errno when the probe itself failed. */
 static int probe(void)
 {
-	if (uf.zeropage_probe) {
+	if (uffd.zeropage_probe) {
 		struct uffdio_zeropage z = {
-			.range = { (uintptr_t)uf.sentinel, uf.page },
+			.range = { (uintptr_t)uffd.sentinel, uffd.page },
 			.mode = UFFDIO_ZEROPAGE_MODE_DONTWAKE,
 		};
 
-		if (!ioctl(uf.fd, UFFDIO_ZEROPAGE, &z) || errno == EEXIST)
+		if (!ioctl(uffd.fd, UFFDIO_ZEROPAGE, &z) || errno == EEXIST)
 			return 0;
 	} else {
 		struct uffdio_writeprotect wp = {
-			.range = { (uintptr_t)uf.sentinel, uf.page },
+			.range = { (uintptr_t)uffd.sentinel, uffd.page },
 			.mode = 0,
 		};
 
-		if (!ioctl(uf.fd, UFFDIO_WRITEPROTECT, &wp))
+		if (!ioctl(uffd.fd, UFFDIO_WRITEPROTECT, &wp))
 			return 0;
 	}
 	return -errno;
@@ -400,192 +398,54 @@ static int probe(void)
 
 /* Unregister [start, end). A range that now also holds a file mapping or
  * another userfaultfd's VMA fails as a whole with EINVAL: then go VMA by
- * VMA and leave those alone. Holes are skipped by the kernel. */
-static void uffd_unregister(uintptr_t start, uintptr_t end)
+ * VMA and leave those alone (EINVAL for one VMA: it cannot be registered
+ * at all). Holes are skipped by the kernel. Returns 0, or the -errno of
+ * an unregistration that failed (the range may still be registered). */
+static int uffd_unregister(uintptr_t start, uintptr_t end)
 {
 	struct uffdio_range r = { .start = start, .len = end - start };
 	uintptr_t addr = start;
+	int ret = 0;
 
-	if (!ioctl(uf.fd, UFFDIO_UNREGISTER, &r) || errno != EINVAL)
-		return;
+	if (!ioctl(uffd.fd, UFFDIO_UNREGISTER, &r))
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
 	while (addr < end) {
 		struct rc_procmap_query q;
 
 		if (vma_query(addr, &q) || q.vma_start >= end)
-			return;
+			break;
 		r.start = q.vma_start > addr ? q.vma_start : addr;
 		r.len = (q.vma_end < end ? q.vma_end : end) - r.start;
-		if (!unwatchable(&q))
-			ioctl(uf.fd, UFFDIO_UNREGISTER, &r);
+		if (!unwatchable(&q) && ioctl(uffd.fd, UFFDIO_UNREGISTER, &r) &&
+		    errno != EINVAL && !ret)
+			ret = -errno;
 		addr = q.vma_end;
 	}
+	return ret;
 }
 
 /* ---------------------------------------------------------------------
- * The area table (under uf.lock): sorted, disjoint
+ * The tables (under uffd.lock)
  * ------------------------------------------------------------------- */
 
 static uint64_t reg_gen(void)
 {
 	/* Acquire pairs with nothing in particular: map_gen only has to be
 	 * read before the VMA query that it vouches for. */
-	return rc_load_acquire(&uf.map_gen) + (uf.unreg_gen << 40);
+	return rc_load_acquire(&uffd.map_gen) + (uffd.unreg_gen << 40);
 }
 
-/* First area with end > addr. */
-static size_t area_lower(uintptr_t addr)
+static void sweep_drop(void *arg, uintptr_t start, uintptr_t end)
 {
-	size_t lo = 0, hi = uf.nareas;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (uf.areas[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* Record [start, end) as registered at @gen, merged with the areas it
- * overlaps or touches. The merged area is confirmed only if they all were
- * confirmed at @gen: an area whose VMA was unmapped since is registered no
- * longer, and must not be vouched for by the new registration. */
-static int area_add(uintptr_t start, uintptr_t end, uint64_t gen)
-{
-	size_t i = area_lower(start ? start - 1 : 0), j = i;
-
-	while (j < uf.nareas && uf.areas[j].start <= end) {
-		if (uf.areas[j].start < start)
-			start = uf.areas[j].start;
-		if (uf.areas[j].end > end)
-			end = uf.areas[j].end;
-		if (uf.areas[j].gen != gen)
-			gen = 0;
-		j++;
-	}
-	if (i == j) {
-		if (uf.nareas == uf.areas_cap) {
-			size_t cap = uf.areas_cap ? uf.areas_cap * 2 : 64;
-			void *n = realloc(uf.areas, cap * sizeof(*uf.areas));
-
-			if (!n)
-				return -ENOMEM;
-			uf.areas = n;
-			uf.areas_cap = cap;
-		}
-		memmove(&uf.areas[i + 1], &uf.areas[i],
-			(uf.nareas - i) * sizeof(*uf.areas));
-		uf.nareas++;
-		j = i + 1;
-	} else if (j > i + 1) {
-		memmove(&uf.areas[i + 1], &uf.areas[j],
-			(uf.nareas - j) * sizeof(*uf.areas));
-		uf.nareas -= j - i - 1;
-	}
-	uf.areas[i] = (struct rc_uffd_area){ start, end, gen };
-	return 0;
-}
-
-/* Is [start, end) inside one area confirmed at @gen? */
-static bool area_confirmed(uintptr_t start, uintptr_t end, uint64_t gen)
-{
-	size_t i = area_lower(start);
-
-	return i < uf.nareas && uf.areas[i].start <= start &&
-	       uf.areas[i].end >= end && uf.areas[i].gen == gen;
-}
-
-/* ---------------------------------------------------------------------
- * The watch table (under uf.lock): open addressing, linear probing
- * ------------------------------------------------------------------- */
-
-static size_t watch_hash(uintptr_t start, uintptr_t end)
-{
-	return (size_t)(((start >> 12) * 0x9e3779b97f4a7c15ull) ^
-			((end >> 12) * 0xc2b2ae3d27d4eb4full)) >> 7;
-}
-
-static struct rc_uffd_watch *watch_find(uintptr_t start, uintptr_t end)
-{
-	size_t mask = uf.watches_cap - 1;
-
-	if (!uf.watches_cap)
-		return NULL;
-	for (size_t i = watch_hash(start, end) & mask;; i = (i + 1) & mask) {
-		struct rc_uffd_watch *w = &uf.watches[i];
-
-		if (!w->start)
-			return NULL;
-		if (w->start == start && w->end == end)
-			return w;
-	}
-}
-
-static void watch_put_slot(struct rc_uffd_watch *tab, size_t cap,
-			   struct rc_uffd_watch w)
-{
-	size_t i = watch_hash(w.start, w.end) & (cap - 1);
-
-	while (tab[i].start)
-		i = (i + 1) & (cap - 1);
-	tab[i] = w;
-}
-
-static int watch_add(uintptr_t start, uintptr_t end)
-{
-	struct rc_uffd_watch *w = watch_find(start, end);
-
-	if (w) {
-		w->count++;
-		return 0;
-	}
-	if ((uf.nwatches + 1) * 2 > uf.watches_cap) {
-		size_t cap = uf.watches_cap ? uf.watches_cap * 2 : 1024;
-		struct rc_uffd_watch *tab = calloc(cap, sizeof(*tab));
-
-		if (!tab)
-			return -ENOMEM;
-		for (size_t i = 0; i < uf.watches_cap; i++)
-			if (uf.watches[i].start)
-				watch_put_slot(tab, cap, uf.watches[i]);
-		free(uf.watches);
-		uf.watches = tab;
-		uf.watches_cap = cap;
-	}
-	watch_put_slot(uf.watches, uf.watches_cap,
-		       (struct rc_uffd_watch){ start, end, 1 });
-	uf.nwatches++;
-	return 0;
-}
-
-/* Delete with backward shift, so probing never needs tombstones. */
-static void watch_delete(struct rc_uffd_watch *w)
-{
-	size_t mask = uf.watches_cap - 1;
-	size_t i = (size_t)(w - uf.watches), j = i;
-
-	for (;;) {
-		size_t k;
-
-		uf.watches[i].start = 0;
-		for (;;) {
-			j = (j + 1) & mask;
-			if (!uf.watches[j].start)
-				goto done;
-			k = watch_hash(uf.watches[j].start, uf.watches[j].end) &
-			    mask;
-			/* Stays if its home k lies cyclically in (i, j]. */
-			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-				continue;
-			break;
-		}
-		uf.watches[i] = uf.watches[j];
-		i = j;
-	}
-done:
-	uf.nwatches--;
+	(void)arg;
+	/* A failure leaves the VMA registered: harmless while the thread
+	 * reads, and stop() closes the fd after its own attempt. */
+	uffd_unregister(start, end);
+	/* The address range may now hold other registered VMAs that a merged
+	 * area vouched for: trust nothing. */
+	uffd.unreg_gen++;
 }
 
 /*
@@ -593,43 +453,16 @@ done:
  * called when the last watch goes, and then every max(1024, W) unwatches,
  * so each unwatch pays O(log A) on average. Unregistering in WP mode walks
  * the page tables (~17 ms per populated GiB), which is why it is lazy.
+ * Out of memory: nothing is unregistered, the next sweep tries again.
  */
 static void sweep_locked(void)
 {
-	size_t kept = 0;
-	bool *used;
-
-	uf.unwatch_since_sweep = 0;
-	if (!uf.nareas)
-		return;
-	used = calloc(uf.nareas, sizeof(*used));
-	if (!used)
-		return;	/* try again at the next sweep */
-	for (size_t i = 0; i < uf.watches_cap; i++) {
-		struct rc_uffd_watch *w = &uf.watches[i];
-
-		if (!w->start)
-			continue;
-		for (size_t a = area_lower(w->start);
-		     a < uf.nareas && uf.areas[a].start < w->end; a++)
-			used[a] = true;
-	}
-	for (size_t a = 0; a < uf.nareas; a++) {
-		if (used[a]) {
-			uf.areas[kept++] = uf.areas[a];
-			continue;
-		}
-		uffd_unregister(uf.areas[a].start, uf.areas[a].end);
-		/* The address range may now hold other registered VMAs
-		 * that a merged area vouched for: trust nothing. */
-		uf.unreg_gen++;
-	}
+	uffd.unwatch_since_sweep = 0;
 	/* A watched read-only VMA next to the sentinel may have merged with
 	 * it and been unregistered with it: register it again (idempotent). */
-	if (kept != uf.nareas)
+	if (rc_range_set_retain_used(&uffd.areas, &uffd.watches, sweep_drop,
+				     NULL) > 0)
 		register_sentinel();
-	uf.nareas = kept;
-	free(used);
 }
 
 /* ---------------------------------------------------------------------
@@ -646,7 +479,7 @@ static int uffd_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 	int ret = 0;
 
 	(void)mon;
-	pthread_mutex_lock(&uf.lock);
+	pthread_mutex_lock(&uffd.lock);
 	while (addr < end) {
 		struct rc_procmap_query q;
 		/* Before the query: an UNMAP/REMAP read after this point
@@ -673,7 +506,8 @@ static int uffd_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 			ret = -EOPNOTSUPP;
 			break;
 		}
-		if (!area_confirmed(q.vma_start, q.vma_end, gen)) {
+		if (!rc_range_set_covers(&uffd.areas, q.vma_start, q.vma_end,
+					 gen)) {
 			ret = uffd_register(q.vma_start, q.vma_end);
 			if (ret) {
 				rc_debug("UFFDIO_REGISTER %p-%p: %s%s",
@@ -685,54 +519,55 @@ static int uffd_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 							 "uncached" : "");
 				break;
 			}
-			ret = area_add(q.vma_start, q.vma_end, gen);
+			ret = rc_range_set_add(&uffd.areas, q.vma_start,
+					       q.vma_end, gen);
 			if (ret)
 				break;
 		}
 		addr = q.vma_end;
 	}
 	if (!ret)
-		ret = watch_add(start, end);
+		ret = rc_range_count_add(&uffd.watches, start, end);
 	/* On failure the VMAs registered above stay in the area table; the
 	 * next sweep unregisters them if nothing else needs them. */
-	pthread_mutex_unlock(&uf.lock);
+	pthread_mutex_unlock(&uffd.lock);
 	return ret;
 }
 
 static void uffd_unwatch(struct rc_monitor *mon, uintptr_t start,
 			 uintptr_t end)
 {
-	struct rc_uffd_watch *w;
+	int64_t left;
 
 	(void)mon;
-	pthread_mutex_lock(&uf.lock);
-	w = watch_find(start, end);
-	if (!w) {
+	pthread_mutex_lock(&uffd.lock);
+	left = rc_range_count_remove(&uffd.watches, start, end);
+	if (left < 0) {
 		rc_error("unwatch of %p-%p that is not watched (bug)",
 			 (void *)start, (void *)end);
-	} else if (--w->count == 0) {
-		watch_delete(w);
-		if (!uf.nwatches ||
-		    ++uf.unwatch_since_sweep >=
-			    (uf.nwatches > 1024 ? uf.nwatches : 1024))
+	} else if (left == 0) {
+		size_t n = uffd.watches.n;
+
+		if (!n || ++uffd.unwatch_since_sweep >= (n > 1024 ? n : 1024))
 			sweep_locked();
 	}
-	pthread_mutex_unlock(&uf.lock);
+	pthread_mutex_unlock(&uffd.lock);
 }
 
 /*
  * Close the window between an unmap and the monitor's read of its event
- * (kernel-facts.md): another thread may map the same address again and hit.
+ * (docs/kernel-facts.md): another thread may map the same address again
+ * and hit.
  *
  * Every UNMAP, REMAP and REMOVE of a registered VMA raises the context's
  * mmap_changing *before* the pages change, and drops it only after our
  * read() returned the event. UFFDIO_WRITEPROTECT with mode 0 answers EAGAIN
  * while it is raised, and so does UFFDIO_ZEROPAGE (see register_sentinel());
  * on the sentinel page either is otherwise a no-op that touches nothing of
- * the region, so its cost does not depend on the region's size. A zero answer proves that every change
- * that began before it was read; an even generation afterwards proves it
- * was also published, and the cache re-checks its generation after this
- * returns (cache.c:probe_hit).
+ * the region, so its cost does not depend on the region's size. A zero
+ * answer proves that every change that began before it was read; an even
+ * generation afterwards proves it was also published, and the cache
+ * re-checks its generation after this returns (cache.c:probe_hit).
  */
 static int uffd_validate(struct rc_monitor *mon, uintptr_t start,
 			 uintptr_t end)
@@ -744,7 +579,7 @@ static int uffd_validate(struct rc_monitor *mon, uintptr_t start,
 		if (!ret) {
 			/* Pairs with batch_begin(): the read that let
 			 * mmap_changing drop came after it. */
-			if (!(atomic_load_explicit(&uf.gen,
+			if (!(atomic_load_explicit(&uffd.gen,
 						   memory_order_seq_cst) & 1))
 				return 0;
 		} else if (ret != -EAGAIN) {
@@ -767,28 +602,25 @@ static int uffd_validate(struct rc_monitor *mon, uintptr_t start,
 static void uffd_pull(struct rc_monitor *mon)
 {
 	(void)mon;
-	while (rc_load_acquire(&uf.gen) & 1)
+	while (rc_load_acquire(&uffd.gen) & 1)
 		sched_yield();
 }
 
 static void close_fds(void)
 {
-	if (uf.fd >= 0)
-		close(uf.fd);
-	if (uf.stop_fd >= 0)
-		close(uf.stop_fd);
-	rc_vma_source_close(&uf.vmas);
-	uf.fd = uf.stop_fd = -1;
+	if (uffd.fd >= 0)
+		close(uffd.fd);
+	if (uffd.stop_fd >= 0)
+		close(uffd.stop_fd);
+	rc_vma_source_close(&uffd.vmas);
+	uffd.fd = uffd.stop_fd = -1;
 }
 
 static void reset_tables(void)
 {
-	free(uf.areas);
-	free(uf.watches);
-	uf.areas = NULL;
-	uf.watches = NULL;
-	uf.nareas = uf.areas_cap = uf.nwatches = uf.watches_cap = 0;
-	uf.unwatch_since_sweep = 0;
+	rc_range_set_free(&uffd.areas);
+	rc_range_count_free(&uffd.watches);
+	uffd.unwatch_since_sweep = 0;
 }
 
 static int open_uffd(void)
@@ -849,14 +681,14 @@ static int uffd_start(struct rc_monitor *mon)
 		return -EOPNOTSUPP;
 	}
 	pthread_once(&atfork_once, register_atfork);
-	uf.page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uf.fd = open_uffd();
-	if (uf.fd < 0) {
-		ret = uf.fd;
-		uf.fd = -1;
+	uffd.page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uffd.fd = open_uffd();
+	if (uffd.fd < 0) {
+		ret = uffd.fd;
+		uffd.fd = -1;
 		return ret;
 	}
-	if (ioctl(uf.fd, UFFDIO_API, &api)) {
+	if (ioctl(uffd.fd, UFFDIO_API, &api)) {
 		ret = -errno;
 		rc_info("userfaultfd: UFFDIO_API with the UNMAP, REMOVE and "
 			"REMAP events failed: %s (Linux 4.11+ needed)",
@@ -869,27 +701,27 @@ static int uffd_start(struct rc_monitor *mon)
 		rc_info("userfaultfd: no UFFDIO_REGISTER");
 		goto fail;
 	}
-	uf.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (uf.stop_fd < 0) {
+	uffd.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (uffd.stop_fd < 0) {
 		ret = -errno;
 		rc_info("userfaultfd monitor: eventfd: %s", strerror(-ret));
 		goto fail;
 	}
-	rc_vma_source_open(&uf.vmas, "REGCACHE_UFFD_NO_PROCMAP_QUERY");
+	rc_vma_source_open(&uffd.vmas, "REGCACHE_UFFD_NO_PROCMAP_QUERY");
 
 	/* The sentinel proves that WP registration works (Linux 5.7+ for
 	 * anonymous memory) and is what ->validate() probes. */
 	/* PROT_READ: its VMA flags differ from every read-write mapping, so
 	 * the kernel never merges it into a watched VMA that a sweep could
 	 * later unregister together with it. */
-	uf.sentinel = mmap(NULL, uf.page, PROT_READ,
+	uffd.sentinel = mmap(NULL, uffd.page, PROT_READ,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (uf.sentinel == MAP_FAILED) {
+	if (uffd.sentinel == MAP_FAILED) {
 		ret = -errno;
-		uf.sentinel = NULL;
+		uffd.sentinel = NULL;
 		goto fail;
 	}
-	uf.zeropage_probe = (api.ioctls & (1ull << _UFFDIO_ZEROPAGE)) &&
+	uffd.zeropage_probe = (api.ioctls & (1ull << _UFFDIO_ZEROPAGE)) &&
 			    !getenv("REGCACHE_UFFD_WP_PROBE");
 	ret = register_sentinel();
 	if (!ret)
@@ -901,16 +733,16 @@ static int uffd_start(struct rc_monitor *mon)
 		goto fail;
 	}
 
-	atomic_store_explicit(&uf.gen, 0, memory_order_relaxed);
-	atomic_store_explicit(&uf.ready, 0, memory_order_relaxed);
-	atomic_store_explicit(&uf.map_gen, 1, memory_order_relaxed);
-	uf.unreg_gen = 0;
+	atomic_store_explicit(&uffd.gen, 0, memory_order_relaxed);
+	atomic_store_explicit(&uffd.ready, 0, memory_order_relaxed);
+	atomic_store_explicit(&uffd.map_gen, 1, memory_order_relaxed);
+	uffd.unreg_gen = 0;
 	/* Signals go to the application's threads, never to ours. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
-	ret = -pthread_create(&uf.thread, &attr, monitor_thread, mon);
+	ret = -pthread_create(&uffd.thread, &attr, monitor_thread, mon);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret) {
@@ -918,8 +750,8 @@ static int uffd_start(struct rc_monitor *mon)
 			strerror(-ret));
 		goto fail;
 	}
-	uf.thread_running = true;
-	while (!rc_load_acquire(&uf.ready))
+	uffd.thread_running = true;
+	while (!rc_load_acquire(&uffd.ready))
 		sched_yield();
 	mon->caps = (struct rc_monitor_caps){
 		.can_cache = true,
@@ -927,32 +759,35 @@ static int uffd_start(struct rc_monitor *mon)
 		.validate_hits = true,
 		.needs_thread = true,
 	};
-	mon->backend = &uf;
+	mon->backend = &uffd;
 	/* From here the hit path reads our word (see drain()). */
-	mon->gen = &uf.gen;
+	mon->gen = &uffd.gen;
 	return 0;
 fail:
-	if (uf.sentinel) {
-		struct uffdio_range r = { (uintptr_t)uf.sentinel, uf.page };
-
-		ioctl(uf.fd, UFFDIO_UNREGISTER, &r);
-		munmap(uf.sentinel, uf.page);
-		uf.sentinel = NULL;
-	}
+	/* No thread reads: close first (releasing the context unregisters
+	 * the sentinel), then unmap. */
 	close_fds();
+	if (uffd.sentinel)
+		munmap(uffd.sentinel, uffd.page);
+	uffd.sentinel = NULL;
 	return ret;
 }
 
 /* Unregister every private anonymous VMA: the area table misses VMAs that
  * mremap moved elsewhere, and a child holding a copy of the fd would keep
  * them registered after we close it, so that our later munmap of them
- * would sleep until the child dies (kernel-facts.md). */
-static void unregister_all(void)
+ * would sleep until the child dies (docs/kernel-facts.md). */
+static int unregister_all(void)
 {
 	uintptr_t addr = 0;
+	int ret = 0, err;
 
-	for (size_t a = 0; a < uf.nareas; a++)
-		uffd_unregister(uf.areas[a].start, uf.areas[a].end);
+	for (size_t a = 0; a < uffd.areas.n; a++) {
+		err = uffd_unregister(uffd.areas.r[a].start,
+				      uffd.areas.r[a].end);
+		if (err && !ret)
+			ret = err;
+	}
 	for (;;) {
 		struct rc_procmap_query q;
 		struct uffdio_range r;
@@ -961,43 +796,81 @@ static void unregister_all(void)
 			break;
 		r.start = q.vma_start;
 		r.len = q.vma_end - q.vma_start;
-		if (!unwatchable(&q) && r.start != (uintptr_t)uf.sentinel)
-			ioctl(uf.fd, UFFDIO_UNREGISTER, &r);
+		/* EINVAL: a VMA that cannot be registered ([vvar], ...). */
+		if (!unwatchable(&q) && r.start != (uintptr_t)uffd.sentinel &&
+		    ioctl(uffd.fd, UFFDIO_UNREGISTER, &r) && errno != EINVAL &&
+		    !ret)
+			ret = -errno;
 		addr = q.vma_end;
 	}
+	return ret;
+}
+
+/*
+ * Stop and join the thread. The eventfd wakes it; should even that write
+ * fail (a seccomp filter), cancel it instead: its only enabled
+ * cancellation point is poll(), between batches, where the generation is
+ * even and nothing is half done.
+ */
+static void stop_thread(void)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	if (!uffd.thread_running)
+		return;
+	while ((n = write(uffd.stop_fd, &one, sizeof(one))) < 0 &&
+	       errno == EINTR)
+		;
+	if (n < 0) {
+		rc_error("userfaultfd monitor: cannot wake its thread (%s): "
+			 "cancelling it", strerror(errno));
+		pthread_cancel(uffd.thread);
+	}
+	pthread_join(uffd.thread, NULL);
+	uffd.thread_running = false;
 }
 
 static void uffd_stop(struct rc_monitor *mon)
 {
-	struct uffdio_range sr = { (uintptr_t)uf.sentinel, uf.page };
-	uint64_t one = 1;
+	struct uffdio_range sr = { (uintptr_t)uffd.sentinel, uffd.page };
+	bool sentinel_registered;
+	int ret;
 
 	/* The thread keeps reading while we unregister, so threads that
 	 * are unmapping now never wait for a reader that is gone. No cache
-	 * is left to call watch/unwatch, so uf.lock is not taken: fork's
-	 * prepare handlers take uf.lock before the monitor lock, which we
+	 * is left to call watch/unwatch, so uffd.lock is not taken: fork's
+	 * prepare handlers take uffd.lock before the monitor lock, which we
 	 * hold here. */
-	unregister_all();
+	ret = unregister_all();
 	reset_tables();
 	/* Changes begun before the unregistration raised mmap_changing;
 	 * once the probe succeeds the thread has read them all, and
 	 * nothing registered is left to raise it again. */
 	while (probe() == -EAGAIN)
 		sched_yield();
-	ioctl(uf.fd, UFFDIO_UNREGISTER, &sr);
-	if (uf.thread_running) {
-		while (write(uf.stop_fd, &one, sizeof(one)) < 0 &&
-		       errno == EINTR)
-			;
-		pthread_join(uf.thread, NULL);
-		uf.thread_running = false;
-	}
-	munmap(uf.sentinel, uf.page);
-	uf.sentinel = NULL;
+	sentinel_registered = ioctl(uffd.fd, UFFDIO_UNREGISTER, &sr) != 0;
+	if (sentinel_registered && !ret)
+		ret = -errno;
+	if (ret)
+		rc_error("userfaultfd monitor: UFFDIO_UNREGISTER failed (%s): "
+			 "closing the userfaultfd unregisters what is left",
+			 strerror(-ret));
+	stop_thread();
+	/* Close before any unmap: with the thread gone, a page still
+	 * registered would make its munmap wait forever for a reader.
+	 * Closing the last reference releases the context, which
+	 * unregisters every VMA and wakes every waiter. */
+	close_fds();
+	/* A forked child may still hold a copy of the fd and keep the
+	 * context alive: then a sentinel we could not unregister stays
+	 * mapped (one page) rather than risk a munmap that never returns. */
+	if (!sentinel_registered)
+		munmap(uffd.sentinel, uffd.page);
+	uffd.sentinel = NULL;
 	mon->gen = &mon->queue_head;
 	rc_debug("userfaultfd monitor stopped after %llu events",
-		 (unsigned long long)rc_load_relaxed(&uf.events));
-	close_fds();
+		 (unsigned long long)rc_load_relaxed(&uffd.events));
 }
 
 /* In a forked child: the thread does not exist here, and the child's VMAs
@@ -1006,14 +879,14 @@ static void uffd_stop(struct rc_monitor *mon)
  * the inherited fd (unregister, read) would act on the parent's context. */
 static void uffd_forked(struct rc_monitor *mon)
 {
-	/* Another thread of the child may still read uf.gen: it is static
+	/* Another thread of the child may still read uffd.gen: it is static
 	 * memory, so leaving it behind is harmless. */
 	mon->gen = &mon->queue_head;
 	close_fds();
-	if (uf.sentinel)
-		munmap(uf.sentinel, uf.page);	/* the child's copy */
-	uf.sentinel = NULL;
-	uf.thread_running = false;
+	if (uffd.sentinel)
+		munmap(uffd.sentinel, uffd.page);	/* the child's copy */
+	uffd.sentinel = NULL;
+	uffd.thread_running = false;
 	reset_tables();
 }
 

@@ -383,7 +383,7 @@ int regcache_verbs_create(struct ibv_pd *pd,
 				   REGCACHE_FLAG_NO_HIT_PROBE)))
 		ret = -EINVAL;
 	else if (v->odp) {
-		p.flags |= RC_CACHE_FLAG_STABLE;
+		p.flags |= RC_CACHE_FLAG_FOLLOWS_PAGE_TABLES;
 		ret = rc_cache_create(&p, cache);
 	} else
 		ret = regcache_create(&p, cache);

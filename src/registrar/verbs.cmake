@@ -1,6 +1,7 @@
 # RDMA verbs registrar (src/registrar/verbs.c) and the pointer-only io_uring
-# helpers (src/registrar/uring_prep.c). Included OPTIONALly by the top
-# CMakeLists.txt.
+# helpers (src/registrar/uring_prep.c), included by the top CMakeLists.txt.
+# The verbs registrar is built when REGCACHE_WITH_VERBS is on (the default
+# when libibverbs is found).
 
 # The io_uring helpers need nothing beyond liburing: always built.
 target_sources(regcache PRIVATE ${CMAKE_CURRENT_LIST_DIR}/uring_prep.c)
@@ -30,9 +31,17 @@ if(REGCACHE_WITH_VERBS)
                         "apt-get install libibverbs-dev, or -DREGCACHE_WITH_VERBS=OFF")
   endif()
   target_sources(regcache PRIVATE ${CMAKE_CURRENT_LIST_DIR}/verbs.c)
-  # PUBLIC: tools and tests that link regcache may use the verbs calls.
-  target_link_libraries(regcache PUBLIC ${regcache_verbs_target})
-  target_compile_definitions(regcache PUBLIC RC_HAVE_VERBS=1)
+  # A private dependency like liburing (see the top CMakeLists.txt): the
+  # tests of this tree get it through the build interface, an installed
+  # consumer of <regcache/verbs.h> links libibverbs itself.
+  target_link_libraries(regcache PRIVATE ${regcache_verbs_target}
+    INTERFACE $<BUILD_INTERFACE:${regcache_verbs_target}>)
+  list(APPEND REGCACHE_PUBLIC_HEADERS include/regcache/verbs.h)
+  if(regcache_verbs_target STREQUAL "PkgConfig::IBVERBS")
+    list(APPEND REGCACHE_PC_REQUIRES_PRIVATE libibverbs)
+  else()
+    list(APPEND REGCACHE_PC_LIBS_PRIVATE -libverbs)
+  endif()
   message(STATUS "regcache: RDMA verbs registrar enabled")
 else()
   message(STATUS "regcache: RDMA verbs registrar disabled")

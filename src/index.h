@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The interval index: the live regions of one cache, which never overlap,
+ * in a red-black tree ordered by start (BSD <sys/tree.h>), and a
+ * direct-mapped hint table that lets a hit find its region without a lock.
+ *
+ * It knows a region only as [start, end): it never kills, counts or frees
+ * one. The caller serialises every call except rc_index_hint(), which hits
+ * make without any lock: a hint is only a guess, which the caller verifies
+ * against the region's seq, range and access, so a stale one is harmless
+ * (region memory is type-stable, see region.h).
+ */
+#ifndef RC_INDEX_H
+#define RC_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compat.h"
+#include "region.h"
+
+RB_HEAD(rc_tree, rc_region);
+
+/**
+ * struct rc_index - an interval index with its hint table
+ * @hint:      2^@hint_bits slots, each the last region found for a page
+ *             that maps to it (or NULL).
+ * @hint_mask: 2^@hint_bits - 1.
+ * @tree:      the regions, by start; for any two, a.end <= b.start or
+ *             b.end <= a.start.
+ *
+ * The hint fields come first: a hit reads them, and only them.
+ */
+struct rc_index {
+	_Atomic(struct rc_region *) *hint;
+	uint32_t hint_mask;
+	uint32_t hint_bits;
+	struct rc_tree tree;
+};
+
+/* An empty index with about @max_regions hint slots; 0 or -ENOMEM. */
+rc_hidden int rc_index_init(struct rc_index *ix, size_t max_regions);
+rc_hidden void rc_index_fini(struct rc_index *ix);
+
+/* Add @r, which overlaps no region of @ix. */
+rc_hidden void rc_index_insert(struct rc_index *ix, struct rc_region *r);
+/* Remove @r, which is in @ix. Its hints stay: they are only guesses. */
+rc_hidden void rc_index_remove(struct rc_index *ix, struct rc_region *r);
+
+/* The lowest-addressed region that overlaps [start, end), or NULL. */
+rc_hidden struct rc_region *rc_index_first_overlap(const struct rc_index *ix,
+						   uintptr_t start,
+						   uintptr_t end);
+/* The region after @r (which is in @ix) if it starts below @end, or NULL.
+ * With rc_index_first_overlap(), visits every region that overlaps
+ * [start, end) in address order, as the kernel's interval_tree_iter_next(). */
+rc_hidden struct rc_region *rc_index_next_overlap(const struct rc_index *ix,
+						  const struct rc_region *r,
+						  uintptr_t end);
+
+static inline size_t rc_index_hint_slot(const struct rc_index *ix,
+					uintptr_t addr)
+{
+	uintptr_t page = addr >> 12;
+
+	/* Neighbouring pages get neighbouring slots (8 per cache line, so a
+	 * hot set of nearby buffers touches few lines); folding in the high
+	 * bits keeps buffers exactly 2^bits pages apart from colliding. */
+	return (size_t)((page ^ (page >> ix->hint_bits)) & ix->hint_mask);
+}
+
+/* The hint for @addr: a region that was in @ix and covered @addr once, or
+ * NULL. The acquire pairs with the release in rc_index_hint_set(): the
+ * region's fields as they were when it was hinted are visible. */
+static inline struct rc_region *rc_index_hint(const struct rc_index *ix,
+					      uintptr_t addr)
+{
+	return rc_load_acquire(&ix->hint[rc_index_hint_slot(ix, addr)]);
+}
+
+static inline void rc_index_hint_set(struct rc_index *ix, uintptr_t addr,
+				     struct rc_region *r)
+{
+	rc_store_release(&ix->hint[rc_index_hint_slot(ix, addr)], r);
+}
+
+#endif /* RC_INDEX_H */

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* The LRU's victim choice (see lru.h). */
+#include "lru.h"
+
+struct rc_region *rc_lru_pick_idle(struct rc_lru *lru)
+{
+	/* Bounded: each region is requeued at most once per pick. */
+	for (size_t steps = lru->nr; steps; steps--) {
+		struct rc_region *r = TAILQ_FIRST(&lru->list);
+		uint16_t used = rc_load_relaxed(&r->last_use);
+
+		/* A racy read of the counts is enough here: killing a region
+		 * that somebody just took is still safe (it is deregistered at
+		 * its last put), only wasteful. */
+		if (rc_region_refs(r) || used != r->lru_stamp) {
+			TAILQ_REMOVE(&lru->list, r, link);
+			r->lru_stamp = used;
+			TAILQ_INSERT_TAIL(&lru->list, r, link);
+			continue;
+		}
+		return r;
+	}
+	return NULL;
+}

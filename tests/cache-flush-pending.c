@@ -1,0 +1,118 @@
+/*
+ * Description: regcache_flush() also drops a registration that is in
+ * flight. REGCACHE_FLAG_EXPLICIT_INVALIDATE lets the application call
+ * regcache_invalidate() or regcache_flush() before it reuses memory. Thread
+ * W misses on a buffer and is inside ops->reg (old pages pinned, not yet
+ * indexed) when the application calls regcache_flush(), unmaps the buffer
+ * and maps new pages at the same address. W's registration must not be
+ * cached: a later get must register the new pages.
+ * Oracle: READ_FIXED from a pipe through the region, and the frame numbers.
+ */
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+#define LEN 16384
+
+static struct t_registrar t;
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int stage;	/* 1: W pinned; 2: go on */
+static _Atomic int block_next;
+
+static int slow_reg(void *ctx, void *addr, size_t len, unsigned access,
+		    void **handle)
+{
+	int ret = t_registrar_ops.reg(ctx, addr, len, access, handle);
+
+	if (atomic_exchange(&block_next, 0)) {
+		pthread_mutex_lock(&m);
+		stage = 1;
+		pthread_cond_broadcast(&cv);
+		while (stage != 2)
+			pthread_cond_wait(&cv, &m);
+		pthread_mutex_unlock(&m);
+	}
+	return ret;
+}
+
+static void slow_dereg(void *ctx, void *handle)
+{
+	t_registrar_ops.dereg(ctx, handle);
+}
+
+static const struct regcache_ops ops = { .reg = slow_reg, .dereg = slow_dereg };
+static struct regcache *c;
+static char *buf;
+
+static void *worker(void *arg)
+{
+	struct regcache_region *r;
+
+	(void)arg;
+	T_REQUIRE(regcache_get(c, buf, LEN, 0, &r) == 0);
+	/* This get raced with the remap: its result is the application's
+	 * problem. Only what the cache keeps afterwards matters. */
+	regcache_put(c, r);
+	return NULL;
+}
+
+int main(void)
+{
+	struct regcache_params p = {
+		.ops = &ops, .ctx = &t,
+		.flags = REGCACHE_FLAG_EXPLICIT_INVALIDATE,
+	};
+	struct regcache_region *r;
+	pthread_t th;
+	void *q;
+
+	t_registrar_init(&t, 64);
+	T_REQUIRE(regcache_create(&p, &c) == 0);
+	buf = t_map(LEN);
+	memset(buf, 1, LEN);
+
+	atomic_store(&block_next, 1);
+	T_REQUIRE(pthread_create(&th, NULL, worker, NULL) == 0);
+	pthread_mutex_lock(&m);
+	while (stage != 1)
+		pthread_cond_wait(&cv, &m);
+	pthread_mutex_unlock(&m);
+
+	/* W has pinned the old pages. The application keeps its promise. */
+	regcache_flush(c);	/* "invalidate (or flush)" per the flag */
+	q = mmap(buf, LEN, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	T_REQUIRE(q == buf);
+	memset(buf, 2, LEN);
+
+	pthread_mutex_lock(&m);
+	stage = 2;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&m);
+	T_REQUIRE(pthread_join(th, NULL) == 0);
+
+	T_EXPECT_EQ(0, regcache_get(c, buf, LEN, 0, &r));
+	T_CHECK(t_registrar_covers(&t, r, buf, LEN));
+	if (t_pfn(buf))
+		T_CHECK(t_registrar_same_pages(&t, r, buf));
+	if (!t_dma_visible(&t.ring, r, buf, LEN, 7)) {
+		fprintf(stderr, "stale: the DMA went to the pages that were "
+			"unmapped after regcache_flush()\n");
+		t_failures++;
+	}
+	regcache_put(c, r);
+
+	/* Negative control: a get after the remap, nothing in flight. */
+	regcache_invalidate(c, buf, LEN);
+	T_EXPECT_EQ(0, regcache_get(c, buf, LEN, 0, &r));
+	T_CHECK(t_dma_visible(&t.ring, r, buf, LEN, 8));
+	regcache_put(c, r);
+
+	regcache_destroy(c);
+	T_EXPECT_EQ(0, atomic_load(&t.live));
+	t_registrar_fini(&t);
+	return t_exit_status();
+}
