@@ -1,0 +1,92 @@
+# Real allocators (docs/reliability.md): Debian's jemalloc, mimalloc and
+# tcmalloc, each loaded with LD_PRELOAD under
+#  - every scenario test (label "monitor", named n@monitor), as n@monitor+a;
+#  - the chaos test, short (8 s per monitor), as chaos@monitor+a;
+#  - regcache-demo, as demo+a;
+# must give 0 stale and no deadlock, like glibc malloc. These allocators purge
+# with madvise(DONTNEED/FREE) and munmap on their own schedule, which is what
+# the monitors must see. Plain builds only: a sanitizer brings its own
+# allocator. Plus valgrind memcheck over a short demo run.
+if(REGCACHE_SANITIZE)
+  return()
+endif()
+
+set(regcache_allocators "")
+foreach(spec jemalloc=libjemalloc.so.2 mimalloc=libmimalloc.so.2
+             tcmalloc=libtcmalloc_minimal.so.4)
+  string(REPLACE "=" ";" spec "${spec}")
+  list(GET spec 0 name)
+  list(GET spec 1 file)
+  find_library(REGCACHE_ALLOC_${name} NAMES ${file})
+  if(REGCACHE_ALLOC_${name})
+    list(APPEND regcache_allocators "${name}")
+  else()
+    # A missing package is a loud skip, never a silent pass.
+    add_test(NAME alloc_${name}_missing COMMAND sh -c
+      "echo 'SKIP: ${file} not found: apt-get install the package listed in .ci/packages'; exit 77")
+    set_tests_properties(alloc_${name}_missing PROPERTIES SKIP_RETURN_CODE 77
+      LABELS allocator)
+  endif()
+endforeach()
+
+# Runs at the end of tests/CMakeLists.txt, when every fragment has
+# registered its scenarios.
+function(regcache_add_allocator_tests)
+  get_property(tests DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY TESTS)
+  foreach(t ${tests})
+    get_test_property(${t} LABELS labels)
+    if(NOT t MATCHES "^([^@+]+)@([^@+]+)$" OR NOT "monitor" IN_LIST labels
+       OR "bench" IN_LIST labels)
+      continue()
+    endif()
+    set(exe ${CMAKE_MATCH_1})
+    if(NOT TARGET ${exe})
+      continue()
+    endif()
+    set(args "")
+    set(timeout 120)
+    if(exe STREQUAL "chaos")
+      set(args --seconds 8)
+      set(timeout 90)
+    endif()
+    get_test_property(${t} ENVIRONMENT env)
+    if(NOT env)
+      set(env "")
+    endif()
+    foreach(a ${regcache_allocators})
+      add_test(NAME ${t}+${a} COMMAND ${exe} ${args})
+      set_tests_properties(${t}+${a} PROPERTIES SKIP_RETURN_CODE 77
+        TIMEOUT ${timeout} LABELS "${labels};allocator;${a}"
+        ENVIRONMENT "${env};LD_PRELOAD=${REGCACHE_ALLOC_${a}}")
+    endforeach()
+  endforeach()
+endfunction()
+cmake_language(DEFER DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}
+  CALL regcache_add_allocator_tests)
+
+if(TARGET regcache-demo)
+  foreach(a ${regcache_allocators})
+    add_test(NAME demo+${a}
+      COMMAND regcache-demo --iterations 3000 --repeat 1 --modes naive,regcache)
+    set_tests_properties(demo+${a} PROPERTIES TIMEOUT 120
+      LABELS "demo;allocator;${a}"
+      ENVIRONMENT "LD_PRELOAD=${REGCACHE_ALLOC_${a}}"
+      PASS_REGULAR_EXPRESSION "naive address-keyed cache +[0-9]+ +[0-9]+ +[0-9.]+% +[1-9][0-9]*\n.*regcache: zero corrupted messages"
+      FAIL_REGULAR_EXPRESSION "FAILED")
+  endforeach()
+
+  # Memcheck over a short demo run: no invalid access, no definite leak.
+  find_program(VALGRIND valgrind)
+  if(VALGRIND)
+    add_test(NAME demo_valgrind
+      COMMAND ${VALGRIND} --error-exitcode=99 --leak-check=full
+              --errors-for-leak-kinds=definite --track-fds=no
+              --suppressions=${CMAKE_CURRENT_SOURCE_DIR}/reliability-valgrind.supp
+              $<TARGET_FILE:regcache-demo> --iterations 300 --repeat 1
+              --modes naive,regcache)
+    set_tests_properties(demo_valgrind PROPERTIES TIMEOUT 300
+      LABELS "demo;valgrind"
+      PASS_REGULAR_EXPRESSION "regcache: zero corrupted messages"
+      FAIL_REGULAR_EXPRESSION "FAILED;ERROR SUMMARY: [1-9]")
+  endif()
+endif()

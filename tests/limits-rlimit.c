@@ -1,0 +1,379 @@
+/*
+ * Description: small resource limits: RLIMIT_NOFILE with 0 to 32 free
+ * descriptors while the first cache starts its monitor; RLIMIT_MEMLOCK of
+ * 256 KiB for an unprivileged user (uid 65534, no capabilities), with the
+ * cache's own byte limit and with one larger than the rlimit (so the
+ * registrar runs out and the cache must evict and retry); RLIMIT_AS with 1
+ * to 64 MiB of headroom. In every case the library falls back (another
+ * monitor, or pass-through) or fails with a clear -errno; gets across
+ * munmap, MAP_FIXED, mremap and MADV_DONTNEED of the buffer are DMA-checked
+ * (0 stale); no descriptor leaks; nothing crashes or hangs (each case runs
+ * in a child killed after CASE_SECONDS).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+#ifdef REGCACHE_SANITIZE
+#define CASE_SECONDS 60
+#else
+#define CASE_SECONDS 20
+#endif
+#define LEN 65536
+
+static bool check(struct io_uring *ring, struct regcache *c, char *buf,
+		  size_t len, unsigned seed)
+{
+	struct regcache_region *r;
+	bool ok;
+	int ret = regcache_get(c, buf, len, 0, &r);
+
+	if (ret) {
+		fprintf(stderr, "regcache_get(%p, %zu): %s\n", buf, len,
+			strerror(-ret));
+		t_failures++;
+		return false;
+	}
+	ok = t_dma_visible(ring, r, buf, len, seed);
+	regcache_put(c, r);
+	if (!ok) {
+		fprintf(stderr, "stale: DMA through the region of %p+%zu did "
+			"not reach the application's pages\n", buf, len);
+		t_failures++;
+	}
+	return ok;
+}
+
+/* Gets across changes of the buffer's pages; every one DMA-checked. */
+static void scenario(struct io_uring *ring, struct regcache *c, char *buf)
+{
+	for (unsigned i = 0; i < 12; i++) {
+		char *to;
+
+		check(ring, c, buf, LEN, i);
+		check(ring, c, buf + 100, 3000, i + 100);	/* a hit */
+		switch (i % 4) {
+		case 0:
+			T_REQUIRE(syscall(SYS_munmap, buf, LEN) == 0);
+			T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS |
+				       MAP_FIXED_NOREPLACE, -1, 0) == buf);
+			break;
+		case 1:
+			T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+				       -1, 0) == buf);
+			break;
+		case 2:
+			to = t_map(LEN);
+			T_REQUIRE(mremap(buf, LEN, LEN,
+					 MREMAP_MAYMOVE | MREMAP_FIXED, to) == to);
+			T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS |
+				       MAP_FIXED_NOREPLACE, -1, 0) == buf);
+			munmap(to, LEN);
+			break;
+		default:
+			T_REQUIRE(madvise(buf, LEN, MADV_DONTNEED) == 0);
+			break;
+		}
+		memset(buf, 0x5a, LEN);
+	}
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	T_REQUIRE(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1;	/* the DIR's own */
+}
+
+static void set_limit(int res, rlim_t soft, rlim_t hard)
+{
+	struct rlimit rl = { soft, hard };
+
+	T_REQUIRE(setrlimit(res, &rl) == 0);
+}
+
+/* Create the first cache under a limit; NULL (and a pass) when creation
+ * fails with a clear -errno. */
+static struct regcache *create(struct io_uring *ring, size_t max_bytes)
+{
+	struct regcache_params p = { .max_bytes = max_bytes };
+	struct regcache *c;
+	int ret = regcache_uring_create(ring, &p, &c);
+
+	if (ret) {
+		fprintf(stderr, "  regcache_uring_create failed: %s\n",
+			strerror(-ret));
+		if (ret >= 0)
+			t_failures++;
+		return NULL;
+	}
+	fprintf(stderr, "  monitor %s\n", regcache_monitor_name());
+	return c;
+}
+
+/*
+ * The library's log lines while the first cache is created go to a file,
+ * then to stderr. When the wanted monitor did not start, the log must name
+ * the cause (@cause, a strerror() text): a limit that is hit must not be
+ * reported as a missing kernel feature.
+ */
+static FILE *log_file;
+static int saved_stderr = -1;
+
+static void capture_begin(void)
+{
+	log_file = tmpfile();
+	T_REQUIRE(log_file);
+	fflush(stderr);
+	saved_stderr = dup(2);
+	T_REQUIRE(saved_stderr >= 0);
+	T_REQUIRE(dup2(fileno(log_file), 2) == 2);
+}
+
+static void capture_end(const char *cause)
+{
+	const char *want = getenv("REGCACHE_MONITOR");
+	char text[8192];
+	size_t n;
+
+	fflush(stderr);
+	T_REQUIRE(dup2(saved_stderr, 2) == 2);
+	close(saved_stderr);
+	rewind(log_file);
+	n = fread(text, 1, sizeof(text) - 1, log_file);
+	text[n] = 0;
+	fclose(log_file);
+	fputs(text, stderr);
+	if (want && strcmp(want, "none") && strcmp(want, "auto") &&
+	    !t_monitor_is(want) && !strstr(text, cause)) {
+		fprintf(stderr, "  the %s monitor did not start, and the log "
+			"does not say why (\"%s\")\n", want, cause);
+		t_failures++;
+	}
+}
+
+/* @free_fds descriptors left while the monitor starts. */
+static int case_nofile(int free_fds)
+{
+	struct rlimit old;
+	struct io_uring ring;
+	struct regcache *c;
+	char *buf = t_map(LEN);
+	int fds;
+
+	/* No holes below the limit: fds 0..n-1 are the only open ones. */
+	T_REQUIRE(syscall(SYS_close_range, 3, ~0u, 0) == 0);
+	t_ring_init(&ring);
+	fds = count_fds();
+	capture_begin();
+	T_REQUIRE(getrlimit(RLIMIT_NOFILE, &old) == 0);
+	set_limit(RLIMIT_NOFILE, count_fds() + free_fds, old.rlim_max);
+	c = create(&ring, 0);
+	set_limit(RLIMIT_NOFILE, old.rlim_cur, old.rlim_max);
+	capture_end(strerror(EMFILE));
+	if (!c)
+		return t_exit_status();
+	scenario(&ring, c, buf);
+	regcache_destroy(c);
+	if (count_fds() != fds) {
+		fprintf(stderr, "  %d descriptors open after regcache_destroy, "
+			"%d before regcache_uring_create: a leak\n",
+			count_fds(), fds);
+		t_failures++;
+	}
+	return t_exit_status();
+}
+
+/* An unprivileged user with 256 KiB of RLIMIT_MEMLOCK. @max_bytes 0: the
+ * cache's default limit (3/4 of the rlimit); else larger than the rlimit, so
+ * the registrar itself runs out and the cache must evict and retry. */
+static int case_memlock(size_t max_bytes)
+{
+	const size_t limit = 256 << 10;
+	struct regcache_region *held[4];
+	struct io_uring ring;
+	struct regcache *c;
+	char *buf = t_map(LEN), *many = t_map(16 * LEN), *big = t_map(1 << 20);
+	int ret, nheld = 0;
+
+	set_limit(RLIMIT_MEMLOCK, limit, limit);
+	T_REQUIRE(setgroups(0, NULL) == 0 || errno == EPERM);
+	T_REQUIRE(setresgid(65534, 65534, 65534) == 0);
+	T_REQUIRE(setresuid(65534, 65534, 65534) == 0);
+	t_ring_init(&ring);
+	c = create(&ring, max_bytes);
+	if (!c)
+		return t_exit_status();
+	scenario(&ring, c, buf);
+	/* 16 buffers of 64 KiB, 1 MiB in all: idle ones must be evicted. */
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < 16; i++)
+			check(&ring, c, many + i * LEN, LEN, i);
+	/* More than the limit at once: a clear error, then recovery. */
+	ret = regcache_get(c, big, 1 << 20, 0, &held[0]);
+	if (ret == 0) {
+		fprintf(stderr, "  a 1 MiB get succeeded under a 256 KiB "
+			"RLIMIT_MEMLOCK\n");
+		t_failures++;
+		regcache_put(c, held[0]);
+	} else {
+		printf("  1 MiB get: %s\n", strerror(-ret));
+		T_CHECK(ret == -ENOMEM || ret == -ENOSPC || ret == -EAGAIN);
+	}
+	for (int i = 0; i < 4; i++) {
+		ret = regcache_get(c, many + i * LEN, LEN, 0, &held[nheld]);
+		if (ret == 0)
+			nheld++;
+		else
+			T_CHECK(ret == -ENOMEM || ret == -ENOSPC);
+	}
+	printf("  held %d of 4 buffers of 64 KiB at once\n", nheld);
+	T_CHECK(nheld >= 2);
+	while (nheld)
+		regcache_put(c, held[--nheld]);
+	scenario(&ring, c, buf);
+	regcache_destroy(c);
+	return t_exit_status();
+}
+
+#ifndef REGCACHE_SANITIZE
+/* @headroom bytes of address space beyond what the process maps now. */
+static int case_as(size_t headroom)
+{
+	struct io_uring ring;
+	struct regcache *c;
+	char *buf = t_map(LEN);
+	unsigned long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	T_REQUIRE(f && fscanf(f, "%lu", &pages) == 1);
+	fclose(f);
+	t_ring_init(&ring);
+	capture_begin();
+	set_limit(RLIMIT_AS, pages * sysconf(_SC_PAGESIZE) + headroom,
+		  RLIM_INFINITY);
+	c = create(&ring, 0);
+	/* The start-up is the case; the scenario needs room of its own. */
+	set_limit(RLIMIT_AS, RLIM_INFINITY, RLIM_INFINITY);
+	capture_end(strerror(ENOMEM));
+	if (!c)
+		return t_exit_status();
+	scenario(&ring, c, buf);
+	regcache_destroy(c);
+	return t_exit_status();
+}
+#endif
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int passed, failed, skipped;
+
+static void run(const char *what, int (*fn)(size_t), size_t arg)
+{
+	double t0 = now();
+	int status = 0;
+	pid_t pid;
+
+	printf("%s:\n", what);
+	fflush(stdout);
+	pid = fork();
+	T_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		int rc = fn(arg);
+
+		fflush(stdout);
+		_exit(rc);
+	}
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (now() - t0 > CASE_SECONDS) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			fprintf(stderr, "  HANG: %s: no exit after %d s, "
+				"killed\n", what, CASE_SECONDS);
+			status = T_EXIT_FAIL << 8;
+			break;
+		}
+		usleep(10000);
+	}
+	if (WIFSIGNALED(status)) {
+		fprintf(stderr, "  CRASH: %s: signal %d\n", what,
+			WTERMSIG(status));
+		failed++;
+	} else if (WEXITSTATUS(status) == T_EXIT_SKIP) {
+		skipped++;
+	} else if (WEXITSTATUS(status) == T_EXIT_PASS) {
+		printf("  ok (%.1f s)\n", now() - t0);
+		passed++;
+	} else {
+		fprintf(stderr, "  FAIL: %s\n", what);
+		failed++;
+	}
+}
+
+static int nofile(size_t n) { return case_nofile((int)n); }
+static int memlock(size_t n) { return case_memlock(n); }
+#ifndef REGCACHE_SANITIZE
+static int as(size_t n) { return case_as(n); }
+#endif
+
+int main(void)
+{
+	static const int free_fds[] = { 0, 1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32 };
+	char what[96];
+
+	for (size_t i = 0; i < sizeof(free_fds) / sizeof(free_fds[0]); i++) {
+		snprintf(what, sizeof(what), "RLIMIT_NOFILE: %d free "
+			 "descriptors", free_fds[i]);
+		run(what, nofile, free_fds[i]);
+	}
+	if (getuid() == 0) {
+		run("RLIMIT_MEMLOCK 256 KiB, uid 65534, default max_bytes",
+		    memlock, 0);
+		run("RLIMIT_MEMLOCK 256 KiB, uid 65534, max_bytes 64 MiB",
+		    memlock, 64 << 20);
+	} else {
+		printf("SKIP (part): RLIMIT_MEMLOCK cases drop to uid 65534, "
+		       "which needs root\n");
+	}
+#ifdef REGCACHE_SANITIZE
+	printf("SKIP (part): RLIMIT_AS cases: a sanitizer reserves terabytes "
+	       "of address space\n");
+#else
+	static const size_t as_mib[] = { 1, 4, 16, 64 };
+
+	for (size_t i = 0; i < sizeof(as_mib) / sizeof(as_mib[0]); i++) {
+		snprintf(what, sizeof(what), "RLIMIT_AS: %zu MiB of headroom",
+			 as_mib[i]);
+		run(what, as, as_mib[i] << 20);
+	}
+#endif
+	printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+	if (failed)
+		return T_EXIT_FAIL;
+	return passed ? T_EXIT_PASS : T_EXIT_SKIP;
+}
