@@ -91,7 +91,7 @@ static struct uffd_backend {
 	struct rc_range_count watches;
 	size_t unwatch_since_sweep;
 } uffd = { .fd = -1, .stop_fd = -1, .vmas = { .maps_fd = -1 },
-	 .lock = PTHREAD_MUTEX_INITIALIZER };
+	   .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
