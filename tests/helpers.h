@@ -114,6 +114,17 @@ struct regcache *t_uring_cache(struct io_uring *ring, unsigned flags,
 bool t_dma_visible(struct io_uring *ring, struct regcache_region *region,
 		   void *buf, size_t len, unsigned seed);
 
+/* The byte at @i of the pattern that t_prep_read_visible() writes. */
+unsigned char t_prep_byte(unsigned seed, size_t i);
+/*
+ * Write @len pattern bytes into a pipe, let regcache_uring_prep_read_fixed()
+ * prepare the READ_FIXED into @buf, reap it, put the region (found again
+ * through the CQE's user_data), and return whether the application sees
+ * the bytes at @buf. Fails the test on an I/O or API error.
+ */
+bool t_prep_read_visible(struct io_uring *ring, struct regcache *c, void *buf,
+			 size_t len, unsigned seed);
+
 /* Number of lines in /proc/self/maps (the VMA count). */
 long t_vma_count(void);
 

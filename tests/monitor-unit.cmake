@@ -15,3 +15,7 @@ regcache_add_test(NAME uffd-mremap-multi-vma SOURCES uffd-mremap-multi-vma.c
   MONITORS userfaultfd LABELS uffd)
 regcache_add_test(NAME uffd-get-page-zero SOURCES uffd-get-page-zero.c
   MONITORS userfaultfd LABELS uffd)
+if(REGCACHE_HAVE_BPF)
+  regcache_add_test(NAME bpf-rlimit-as SOURCES bpf-rlimit-as.c
+    MONITORS bpf LABELS bpf)
+endif()

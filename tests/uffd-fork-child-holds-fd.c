@@ -5,8 +5,9 @@
  * (MADV_DONTNEED) of watched memory return and are still seen (the next get
  * misses and pins the page the parent sees now). After the last cache is
  * destroyed (unregister, stop, close), munmap and madvise of formerly
- * watched memory return too: nothing is left registered with a userfaultfd
- * that nobody reads. The parent's part runs in a worker process that
+ * watched memory return too, including a watched buffer that mremap moved
+ * away from every range the monitor recorded: nothing is left registered
+ * with a userfaultfd that nobody reads. The parent's part runs in a worker process that
  * reports each step through a pipe; a worker that has not finished within
  * a bound is hung, named by its last step, killed and failed.
  * Negative control: a userfaultfd of our own, registered over a mapping
@@ -35,11 +36,14 @@ static const char *const step_name[] = {
 	"cache created, child holding the userfaultfd forked",
 	"munmap + mmap of a watched buffer, seen",
 	"madvise(MADV_DONTNEED) of a watched buffer, seen",
+	"mremap of a watched buffer to another address",
 	"last cache destroyed",
 	"madvise(MADV_DONTNEED) of formerly watched memory",
 	"munmap of formerly watched memory",
+	"munmap of the buffer that mremap moved while watched",
 	"child released",
 };
+#define STEPS 9
 
 enum { CONTROL_START = 1, CONTROL_MUNMAP, CONTROL_DONE };
 static const char *const control_step_name[] = {
@@ -89,7 +93,8 @@ static void replace(char *buf)
 
 /* Cache @buf, give it new pages (munmap + mmap, or MADV_DONTNEED when
  * @dontneed), and check that the next get
- * misses and pins the page the caller sees now. */
+ * misses and pins the page the caller sees now (and that the cache hits
+ * before the change). */
 static void seen(struct regcache *c, char *buf, bool dontneed,
 		 const char *what)
 {
@@ -97,6 +102,14 @@ static void seen(struct regcache *c, char *buf, bool dontneed,
 	struct regcache_region *r;
 
 	T_REQUIRE(regcache_get(c, buf, LEN, 0, &r) == 0);
+	regcache_put(c, r);
+	regcache_get_stats(c, &before);
+	T_REQUIRE(regcache_get(c, buf, LEN, 0, &r) == 0);
+	regcache_get_stats(c, &after);
+	if (after.hits != before.hits + 1) {
+		fprintf(stderr, "%s: a repeated get did not hit\n", what);
+		t_failures++;
+	}
 	regcache_put(c, r);
 	if (dontneed) {
 		T_REQUIRE(madvise(buf, LEN, MADV_DONTNEED) == 0);
@@ -121,13 +134,16 @@ static void seen(struct regcache *c, char *buf, bool dontneed,
 
 static int worker(void)
 {
+	struct regcache_region *r;
 	struct regcache *c;
-	char *buf = t_map(LEN), *other = t_map(LEN);
+	char *buf = t_map(LEN), *other = t_map(LEN), *moved = t_map(LEN);
+	char *dest;
 	int release, status;
 	pid_t holder;
 
 	memset(buf, 1, LEN);
 	memset(other, 1, LEN);
+	memset(moved, 1, LEN);
 	if (!t_pfn(buf)) {
 		printf("SKIP: /proc/self/pagemap shows no frame numbers "
 		       "(needs root)\n");
@@ -137,24 +153,38 @@ static int worker(void)
 	t_registrar_init(&t, 64);
 	c = t_registrar_cache(&t, 0, 0, 0);
 	t_monitor_require();
-	/* Both buffers' VMAs registered with the monitor's userfaultfd. */
+	/* The buffers' VMAs registered with the monitor's userfaultfd. */
 	seen(c, other, false, "before the fork");
+	T_REQUIRE(regcache_get(c, moved, LEN, 0, &r) == 0);
+	regcache_put(c, r);
 	holder = fork_holder(&release);
 	step(1);
 	seen(c, buf, false, "munmap + mmap while a child holds the fd");
 	step(2);
 	seen(c, buf, true, "madvise while a child holds the fd");
 	step(3);
-	regcache_destroy(c);
+	/* The registration moves with the VMA, away from every range the
+	 * monitor recorded: into a hole between two inaccessible pages,
+	 * where it merges with nothing. */
+	dest = mmap(NULL, 3 * LEN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
+	T_REQUIRE(dest != MAP_FAILED);
+	dest += LEN;
+	T_REQUIRE(mremap(moved, LEN, LEN, MREMAP_MAYMOVE | MREMAP_FIXED,
+			 dest) == dest);
 	step(4);
-	T_REQUIRE(madvise(buf, LEN, MADV_DONTNEED) == 0);
+	regcache_destroy(c);
 	step(5);
+	T_REQUIRE(madvise(buf, LEN, MADV_DONTNEED) == 0);
+	step(6);
 	T_REQUIRE(munmap(other, LEN) == 0);
 	T_REQUIRE(munmap(buf, LEN) == 0);
-	step(6);
+	step(7);
+	T_REQUIRE(munmap(dest - LEN, 3 * LEN) == 0);
+	step(8);
 	close(release);
 	T_REQUIRE(waitpid(holder, &status, 0) == holder);
-	step(7);
+	step(STEPS);
 	t_registrar_fini(&t);
 	return t_exit_status();
 }
@@ -251,14 +281,15 @@ int main(void)
 			BOUND_MS, step_name[last]);
 		return T_EXIT_FAIL;
 	}
-	if (ret == 0 && last != 7) {
+	if (ret == 0 && last != STEPS) {
 		fprintf(stderr, "worker exited 0 after \"%s\" only\n",
 			step_name[last]);
 		ret = T_EXIT_FAIL;
 	}
 	if (ret == 0)
 		printf("ok: a child holding the userfaultfd made nothing hang "
-		       "(munmap, madvise, destroy, munmap after stop)\n");
+		       "(munmap, madvise, mremap, destroy, munmap and madvise "
+		       "after stop)\n");
 
 	/* The watchdog can see a hang: the hazard, made on purpose. */
 	if (watch(control_worker, control_step_name, CONTROL_MS,

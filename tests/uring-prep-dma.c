@@ -10,7 +10,8 @@
 #include <errno.h>
 #include <sys/mman.h>
 
-#include "uring_prep.h"
+#include "helpers.h"
+
 
 static size_t pg;
 

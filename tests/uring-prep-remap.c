@@ -14,7 +14,8 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
-#include "uring_prep.h"
+#include "helpers.h"
+
 
 #define ROUNDS 64
 

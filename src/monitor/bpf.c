@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
@@ -44,6 +45,9 @@
 #include "rc_monitor.skel.h"
 
 #define RC_PAGE 4096u
+/* Every "unavailable" line ends with this: the tool explains the
+ * machine's settings (capabilities, sysctls, BTF, lockdown) in full. */
+#define RC_BPF_SEE_INFO "; regcache-info shows why"
 
 /* The one instance (the monitor is process-wide). Fields are written by
  * ->start()/->stop()/->forked() under the monitor lock; ->pull() also runs
@@ -224,6 +228,10 @@ static const char *bpf_errno_hint(int err)
 		return "not permitted: loading BPF needs CAP_BPF and "
 		       "CAP_PERFMON (or CAP_SYS_ADMIN), and "
 		       "kernel.unprivileged_bpf_disabled/lockdown may forbid it";
+	case ENOMEM:
+		return "out of memory (loading the programs parses the "
+		       "kernel's BTF, several MiB: is RLIMIT_AS or RLIMIT_DATA "
+		       "too small?)";
 	case ENOENT:
 	case EINVAL:
 	case 524: /* ENOTSUPP, kernel-internal */
@@ -232,6 +240,18 @@ static const char *bpf_errno_hint(int err)
 		       "(tp_btf programs, ring buffers, BTF)";
 	}
 	return strerror(err);
+}
+
+/* libbpf reports any failure to load the kernel's BTF as ESRCH ("failed
+ * to find valid kernel BTF"), out of memory included. Parse it again
+ * ourselves, on this failure path only, to tell the two apart. */
+static bool out_of_memory_for_btf(void)
+{
+	struct btf *btf = btf__parse("/sys/kernel/btf/vmlinux", NULL);
+	int err = btf ? 0 : errno;
+
+	btf__free(btf);
+	return err == ENOMEM;
 }
 
 /* Map the ring: the consumer page (ours, read-write), the producer page
@@ -443,7 +463,7 @@ static int bpf_start(struct rc_monitor *mon)
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		rc_info("eBPF monitor unavailable: no kernel BTF "
-			"(/sys/kernel/btf/vmlinux)");
+			"(/sys/kernel/btf/vmlinux)" RC_BPF_SEE_INFO);
 		return -EOPNOTSUPP;
 	}
 	pthread_once(&atfork_once, register_atfork);
@@ -551,8 +571,11 @@ fail:
 		ret = -ret;
 	if (!ret)
 		ret = -EINVAL;
-	rc_info("eBPF monitor unavailable: %s%s%s", bpf_errno_hint(-ret),
-		libbpf_last[0] ? "; libbpf said: " : "", libbpf_last);
+	if (ret == -ESRCH && out_of_memory_for_btf())
+		ret = -ENOMEM;
+	rc_info("eBPF monitor unavailable: %s%s%s" RC_BPF_SEE_INFO,
+		bpf_errno_hint(-ret), libbpf_last[0] ? "; libbpf said: " : "",
+		libbpf_last);
 	teardown(false);
 	return ret;
 }

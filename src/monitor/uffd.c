@@ -62,6 +62,9 @@
 #define RC_UFFD_DEFER_MS 2
 /* Bounded wait in ->validate() for an event in flight to be published. */
 #define RC_UFFD_VALIDATE_SPINS 2000
+/* Every "unavailable" line ends with this: the tool explains the
+ * machine's settings (sysctls, seccomp, kernel version) in full. */
+#define RC_UFFD_SEE_INFO "; regcache-info shows why"
 
 static struct uffd_backend {
 	int fd;
@@ -644,9 +647,9 @@ static int open_uffd(void)
 			close(dev);
 		}
 		if (fd < 0) {
-			rc_info("userfaultfd unavailable: syscall: %s, "
-				"/dev/userfaultfd: %s", strerror(-ret),
-				strerror(errno));
+			rc_info("userfaultfd monitor unavailable: syscall: %s, "
+				"/dev/userfaultfd: %s" RC_UFFD_SEE_INFO,
+				strerror(-ret), strerror(errno));
 			return ret;
 		}
 	}
@@ -677,7 +680,7 @@ static int uffd_start(struct rc_monitor *mon)
 	if (under_valgrind()) {
 		rc_info("userfaultfd monitor unavailable under valgrind (an "
 			"unmapping thread would wait for a monitor thread "
-			"that valgrind never schedules)");
+			"that valgrind never schedules)" RC_UFFD_SEE_INFO);
 		return -EOPNOTSUPP;
 	}
 	pthread_once(&atfork_once, register_atfork);
@@ -690,21 +693,23 @@ static int uffd_start(struct rc_monitor *mon)
 	}
 	if (ioctl(uffd.fd, UFFDIO_API, &api)) {
 		ret = -errno;
-		rc_info("userfaultfd: UFFDIO_API with the UNMAP, REMOVE and "
-			"REMAP events failed: %s (Linux 4.11+ needed)",
-			strerror(-ret));
+		rc_info("userfaultfd monitor unavailable: UFFDIO_API with the "
+			"UNMAP, REMOVE and REMAP events failed: %s (Linux 4.11+ "
+			"needed)" RC_UFFD_SEE_INFO, strerror(-ret));
 		goto fail;
 	}
 	if (!(api.ioctls & (1ull << _UFFDIO_REGISTER)) ||
 	    !(api.ioctls & (1ull << _UFFDIO_UNREGISTER))) {
 		ret = -EOPNOTSUPP;
-		rc_info("userfaultfd: no UFFDIO_REGISTER");
+		rc_info("userfaultfd monitor unavailable: no UFFDIO_REGISTER"
+			RC_UFFD_SEE_INFO);
 		goto fail;
 	}
 	uffd.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (uffd.stop_fd < 0) {
 		ret = -errno;
-		rc_info("userfaultfd monitor: eventfd: %s", strerror(-ret));
+		rc_info("userfaultfd monitor unavailable: eventfd: %s"
+			RC_UFFD_SEE_INFO, strerror(-ret));
 		goto fail;
 	}
 	rc_vma_source_open(&uffd.vmas, "REGCACHE_UFFD_NO_PROCMAP_QUERY");
@@ -719,6 +724,8 @@ static int uffd_start(struct rc_monitor *mon)
 	if (uffd.sentinel == MAP_FAILED) {
 		ret = -errno;
 		uffd.sentinel = NULL;
+		rc_info("userfaultfd monitor unavailable: mmap of its sentinel "
+			"page: %s" RC_UFFD_SEE_INFO, strerror(-ret));
 		goto fail;
 	}
 	uffd.zeropage_probe = (api.ioctls & (1ull << _UFFDIO_ZEROPAGE)) &&
@@ -727,9 +734,9 @@ static int uffd_start(struct rc_monitor *mon)
 	if (!ret)
 		ret = probe();
 	if (ret) {
-		rc_info("userfaultfd: write-protect mode on anonymous memory "
-			"does not work here: %s (Linux 5.7+ needed)",
-			strerror(-ret));
+		rc_info("userfaultfd monitor unavailable: write-protect mode on "
+			"anonymous memory does not work here: %s (Linux 5.7+ "
+			"needed)" RC_UFFD_SEE_INFO, strerror(-ret));
 		goto fail;
 	}
 
@@ -746,8 +753,8 @@ static int uffd_start(struct rc_monitor *mon)
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret) {
-		rc_info("userfaultfd monitor: cannot start its thread: %s",
-			strerror(-ret));
+		rc_info("userfaultfd monitor unavailable: cannot start its "
+			"thread: %s" RC_UFFD_SEE_INFO, strerror(-ret));
 		goto fail;
 	}
 	uffd.thread_running = true;
