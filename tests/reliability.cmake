@@ -17,3 +17,79 @@ regcache_add_test(NAME seccomp-deny SOURCES seccomp-deny.c
   LABELS limits MONITORS bpf userfaultfd none TIMEOUT 600)
 regcache_add_test(NAME limits-rlimit SOURCES limits-rlimit.c
   LABELS limits MONITORS bpf userfaultfd none TIMEOUT 600)
+
+# libFuzzer targets (tests/fuzz-*.c). They need clang, and the main build
+# uses gcc, so a clang sub-build (build-dir/fuzz) compiles the library with
+# ASan and coverage and links the targets; only the plain build makes it,
+# and each target runs for 20 s per monitor from its committed corpus
+# (tests/fuzz/corpus-*), writing what it finds to the build directory.
+# REGCACHE_FUZZ=OFF leaves it out; without clang it is left out with a
+# message.
+option(REGCACHE_FUZZ "build and run the libFuzzer targets in a clang sub-build" ON)
+if(REGCACHE_FUZZ_TARGETS)
+  # Inside the sub-build: instrument the library, build the targets.
+  target_compile_options(regcache PRIVATE -fsanitize=fuzzer-no-link)
+  add_executable(fuzz-cache fuzz-cache.c)
+  target_link_libraries(fuzz-cache PRIVATE regcache)
+  add_executable(fuzz-index fuzz-index.c ${PROJECT_SOURCE_DIR}/src/index.c
+    ${PROJECT_SOURCE_DIR}/src/log.c)
+  target_include_directories(fuzz-index PRIVATE ${PROJECT_SOURCE_DIR}/src
+    ${PROJECT_SOURCE_DIR}/include)
+  target_compile_definitions(fuzz-index PRIVATE RC_DEBUG=1)
+  target_link_libraries(fuzz-index PRIVATE Threads::Threads)
+  foreach(t fuzz-cache fuzz-index)
+    target_compile_options(${t} PRIVATE -fsanitize=fuzzer)
+    target_link_options(${t} PRIVATE -fsanitize=fuzzer)
+    target_link_libraries(${t} PRIVATE m)  # libFuzzer's own need
+  endforeach()
+elseif(REGCACHE_FUZZ AND NOT REGCACHE_SANITIZE)
+  find_program(REGCACHE_CLANG clang)
+  find_program(REGCACHE_CLANGXX clang++)
+  if(NOT REGCACHE_CLANG OR NOT REGCACHE_CLANGXX)
+    message(STATUS "libFuzzer targets: no clang, left out (REGCACHE_FUZZ)")
+  else()
+    include(ExternalProject)
+    set(fuzz_dir ${CMAKE_BINARY_DIR}/fuzz)
+    # The library is shared and linked with --no-undefined: with clang
+    # both it and the targets take the ASan runtime as a shared library.
+    # clang lists libFuzzer's libstdc++ before it, so the runs preload it
+    # (ASan insists on coming first).
+    execute_process(COMMAND ${REGCACHE_CLANG}
+      -print-file-name=libclang_rt.asan-x86_64.so
+      OUTPUT_VARIABLE asan_rt OUTPUT_STRIP_TRAILING_WHITESPACE)
+    get_filename_component(asan_rt_dir "${asan_rt}" DIRECTORY)
+    ExternalProject_Add(regcache-fuzz
+      SOURCE_DIR ${PROJECT_SOURCE_DIR}
+      BINARY_DIR ${fuzz_dir}
+      CMAKE_ARGS -DCMAKE_C_COMPILER=${REGCACHE_CLANG}
+                 -DCMAKE_CXX_COMPILER=${REGCACHE_CLANGXX}
+                 -DCMAKE_BUILD_TYPE=RelWithDebInfo
+                 -DREGCACHE_SANITIZE=address -DREGCACHE_FUZZ_TARGETS=ON
+                 -DCMAKE_SHARED_LINKER_FLAGS=-shared-libasan
+                 "-DCMAKE_EXE_LINKER_FLAGS=-shared-libasan -Wl,-rpath,${asan_rt_dir}"
+      BUILD_COMMAND ${CMAKE_COMMAND} --build <BINARY_DIR> --target fuzz-cache fuzz-index
+      INSTALL_COMMAND ""
+      BUILD_ALWAYS ON)
+    set(fuzz_runs cache@bpf cache@userfaultfd cache@none index)
+    foreach(run ${fuzz_runs})
+      string(REGEX REPLACE "@.*" "" target ${run})
+      set(out ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-${run})
+      add_test(NAME fuzz-${run} COMMAND sh -c
+        "mkdir -p '${out}' && exec '${fuzz_dir}/tests/fuzz-${target}' -max_total_time=20 -timeout=10 -print_final_stats=1 -artifact_prefix='${out}-crash-' '${out}' '${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus-${target}'")
+      set_tests_properties(fuzz-${run} PROPERTIES TIMEOUT 120 LABELS fuzz
+        ENVIRONMENT LD_PRELOAD=${asan_rt})
+      if(run MATCHES "@(.*)$")
+        set_tests_properties(fuzz-${run} PROPERTIES
+          ENVIRONMENT "LD_PRELOAD=${asan_rt};REGCACHE_MONITOR=${CMAKE_MATCH_1}"
+          LABELS "fuzz;monitor;${CMAKE_MATCH_1}")
+      endif()
+    endforeach()
+    # Negative control: with the promise of explicit invalidation broken,
+    # the model must catch a stale registration.
+    add_test(NAME fuzz-cache-blind COMMAND sh -c
+      "exec '${fuzz_dir}/tests/fuzz-cache' -max_total_time=60 -timeout=10 -artifact_prefix='${CMAKE_CURRENT_BINARY_DIR}/fuzz-cache-blind-' '${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus-cache'")
+    set_tests_properties(fuzz-cache-blind PROPERTIES TIMEOUT 120
+      LABELS fuzz PASS_REGULAR_EXPRESSION "fuzz-cache: STALE"
+      ENVIRONMENT "LD_PRELOAD=${asan_rt};REGCACHE_MONITOR=none;REGCACHE_FUZZ_BLIND=1")
+  endif()
+endif()
