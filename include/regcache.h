@@ -196,7 +196,14 @@ int regcache_get(struct regcache *cache, const void *addr, size_t len,
  * @region: the region; NULL is ignored.
  *
  * An idle region stays registered until evicted or invalidated. A region
- * invalidated while held is deregistered at its last put.
+ * invalidated while held is deregistered at its last put. Any thread may
+ * put a region another thread got.
+ *
+ * A put of a region nobody holds (a second put), of a region already
+ * deregistered, or to a cache the region does not belong to is logged and
+ * ignored, and leaves every count intact. A second put while another
+ * reference to the same region is still held cannot be told from a put by
+ * that holder, and is not detected.
  *
  * Context: thread-safe. May call ops->dereg.
  */

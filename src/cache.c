@@ -99,7 +99,7 @@ static struct rc_region *region_alloc(struct regcache *c)
 	pthread_mutex_unlock(&c->lock);
 	if (r)
 		return r;
-	slab = rc_region_slab_new();
+	slab = rc_region_slab_new(&c->pool);
 	if (!slab)
 		return NULL;
 	pthread_mutex_lock(&c->lock);
@@ -171,14 +171,17 @@ static void claim_killed(struct regcache *c, struct kill_batch *batch)
 	pthread_mutex_lock(&c->lock);
 	killed_before = c->kills;
 	pthread_mutex_unlock(&c->lock);
-	rc_region_fence_counts(c->pool.biased);
+	rc_region_fence_counts();
+	/* Every reference taken before these kills is now visible to all:
+	 * a later last put of one of them needs no membarrier of its own. */
+	rc_store_release(&c->fenced_kills, killed_before);
 
 	pthread_mutex_lock(&c->lock);
 	TAILQ_FOREACH_SAFE(r, &c->dead_list, link, next) {
 		uint32_t seq = rc_load_relaxed(&r->seq);
 
 		if (rc_region_refs(r) ||
-		    (int32_t)(r->kill_ticket - killed_before) > 0 ||
+		    (int32_t)(rc_load_relaxed(&r->kill_ticket) - killed_before) > 0 ||
 		    !rc_region_claim(r, seq))
 			continue;
 		TAILQ_REMOVE(&c->dead_list, r, link);
@@ -210,7 +213,14 @@ static rc_noinline void claim_if_unused(struct regcache *c,
 	 * registration are the parent's: notice first (the region turns
 	 * free, and the claim below fails). */
 	check_fork(c);
-	rc_region_fence_counts_of(r);
+	/* Order our own count update before reading the others'. A taker's
+	 * count may still sit in its store buffer until a membarrier() once
+	 * the kill is visible; unless the killer's has run, run our own. */
+	if ((int32_t)(rc_load_relaxed(&r->kill_ticket) -
+		      rc_load_acquire(&c->fenced_kills)) <= 0)
+		rc_fence_seqcst();
+	else
+		rc_region_fence_counts();
 	if (rc_region_refs(r) != 0 || !rc_region_claim(r, seq))
 		return;
 	dereg(c, r);
@@ -220,13 +230,21 @@ static rc_noinline void claim_if_unused(struct regcache *c,
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Drop a reference taken by a get. */
-static inline void region_put(struct regcache *c, struct rc_region *r)
+/* After dropping a reference: the last one of a dead region claims it. */
+static inline void after_put(struct regcache *c, struct rc_region *r)
 {
-	uint32_t seq = rc_region_unref(r);
+	uint32_t seq = rc_load_relaxed(&r->seq);
 
 	if (rc_unlikely(rc_seq_state(seq) == RC_SEQ_DEAD))
 		claim_if_unused(c, r, seq);
+}
+
+/* Drop a reference this thread took and still counts. */
+static inline void region_put(struct regcache *c, struct rc_region *r)
+{
+	if (rc_unlikely(!rc_region_count_down_local(r)))
+		rc_fetch_sub_seqcst(&r->shared_refs, 1);
+	after_put(c, r);
 }
 
 /* Take a reference on @r, seen LIVE as @seq; false if it changed since. */
@@ -761,6 +779,57 @@ static rc_noinline void put_passthrough(struct regcache *c,
 	pthread_mutex_unlock(&c->lock);
 }
 
+/*
+ * A put that this thread's slots do not count: from a thread other than the
+ * getter, of a get that found its slot taken, or a second put. Only a second
+ * put can find no reference at all. Reading shared_refs first makes every
+ * slot count whose hand-off put it includes visible to the slot scan; equal
+ * values around the scan make the sum one state of the counts. A false
+ * "second put" would leave a reference behind (a leak, reported by
+ * regcache_destroy()), never drop one too many.
+ */
+static rc_noinline bool put_shared(struct regcache *c, struct rc_region *r)
+{
+	for (int tries = 0; tries < 3; tries++) {
+		uint32_t before = atomic_load(&r->shared_refs);
+		uint32_t slots = rc_region_slot_refs(r);
+
+		if (atomic_load(&r->shared_refs) != before)
+			continue;
+		if (slots + before == 0) {
+			rc_warn("regcache_put(cache=%p, region=%p): nobody holds "
+				"this region (a second put?); ignored",
+				(void *)c, (void *)r);
+			return false;
+		}
+		break;
+	}
+	rc_fetch_sub_seqcst(&r->shared_refs, 1);
+	return true;
+}
+
+/* Pass-through, forgotten across fork, or not a held region of @c. */
+static rc_noinline void put_unusual(struct regcache *c, struct rc_region *r)
+{
+	uint16_t flags = rc_load_relaxed(&r->flags);
+
+	if (r->cache_tag != c->tag) {
+		rc_warn("regcache_put(cache=%p, region=%p): the region belongs "
+			"to another cache; ignored", (void *)c, (void *)r);
+		return;
+	}
+	/* Held across fork: inert, never deregistered or reused. */
+	if (flags & RC_REGION_FORGOTTEN)
+		return;
+	if (flags & RC_REGION_PASSTHROUGH) {
+		put_passthrough(c, r);
+		return;
+	}
+	rc_warn("regcache_put(cache=%p, region=%p): the region is not held "
+		"(already put and deregistered?); ignored", (void *)c,
+		(void *)r);
+}
+
 void regcache_put(struct regcache *c, struct regcache_region *region)
 {
 	struct rc_region *r = (struct rc_region *)region;
@@ -771,13 +840,20 @@ void regcache_put(struct regcache *c, struct regcache_region *region)
 				"region came from", (void *)r);
 		return;
 	}
-	if (rc_unlikely(rc_load_relaxed(&r->flags) & RC_REGION_PASSTHROUGH)) {
-		put_passthrough(c, r);
+	/* A held cached region of this cache is LIVE or DEAD: nobody can
+	 * claim it while it is held. */
+	if (rc_unlikely(r->cache_tag != c->tag ||
+			rc_seq_state(rc_load_relaxed(&r->seq)) > RC_SEQ_DEAD ||
+			(rc_load_relaxed(&r->flags) &
+			 (RC_REGION_PASSTHROUGH | RC_REGION_FORGOTTEN)))) {
+		put_unusual(c, r);
 		return;
 	}
 	/* The LRU's notion of "recent": no list move, no lock. */
 	rc_lru_touch(r, rc_load_relaxed(&c->clock));
-	region_put(c, r);
+	if (rc_unlikely(!rc_region_count_down_local(r)) && !put_shared(c, r))
+		return;
+	after_put(c, r);
 }
 
 /* ---------------------------------------------------------------------
@@ -894,6 +970,7 @@ int rc_cache_create(const struct regcache_params *params,
 	TAILQ_INIT(&c->pending);
 	rc_lru_init(&c->lru);
 	rc_region_pool_init(&c->pool);
+	c->tag = c->pool.tag;
 	ret = rc_index_init(&c->index, c->max_regions);
 	if (ret)
 		goto err_free;

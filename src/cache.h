@@ -48,6 +48,7 @@ struct regcache {
 	bool never_cache;
 	bool explicit_invalidate;
 	bool follows_page_tables;	/* RC_CACHE_FLAG_FOLLOWS_PAGE_TABLES */
+	uint32_t tag;			/* pool.tag, next to what a put reads */
 
 	struct regcache_ops ops;
 	void *ctx;
@@ -66,6 +67,8 @@ struct regcache {
 	size_t live_bytes;
 	uint64_t hits_retired;		/* hits of regions no longer live */
 	uint32_t kills;			/* kills so far: the kill tickets */
+	_Atomic uint32_t fenced_kills;	/* kills before the last completed
+					   rc_region_fence_counts() */
 	struct rc_region_pool pool;
 
 	/* Statistics updated outside the lock too. */
