@@ -50,6 +50,7 @@ struct regcache {
 	bool follows_page_tables;	/* RC_CACHE_FLAG_FOLLOWS_PAGE_TABLES */
 	uint32_t tag;			/* pool.tag, next to what a put reads */
 
+	bool pinned;			/* charged to the budget (budget.h) */
 	struct regcache_ops ops;
 	void *ctx;
 	size_t max_regions;
@@ -57,6 +58,7 @@ struct regcache {
 	unsigned flags;
 	void *registrar_priv;		/* freed by registrar_destroy */
 	void (*registrar_destroy)(void *priv);
+	TAILQ_ENTRY(regcache) all_link;	/* cache.c:caches */
 
 	pthread_mutex_t lock __attribute__((aligned(rc_cacheline)));
 	struct rc_lru lru;

@@ -6,8 +6,8 @@
 #include <errno.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -179,7 +179,7 @@ void rc_region_pool_fini(struct rc_region_pool *pool)
 
 	while ((slab = pool->slabs)) {
 		pool->slabs = slab->next;
-		munmap(slab, sizeof(*slab));
+		free(slab);
 	}
 }
 
@@ -194,16 +194,16 @@ struct rc_region *rc_region_alloc_locked(struct rc_region_pool *pool)
 
 struct rc_slab *rc_region_slab_new(struct rc_region_pool *pool)
 {
-	/* mmap without a hint returns memory below 2^47 (x86-64, also with
-	 * 5-level paging) or 2^48 (arm64), where slot pointers fit. */
-	struct rc_slab *slab = mmap(NULL, sizeof(*slab), PROT_READ | PROT_WRITE,
-				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct rc_slab *slab = calloc(1, sizeof(*slab));
 
-	if (slab == MAP_FAILED)
+	if (!slab)
 		return NULL;
+	/* Slot pointers need 48 bits: the kernel maps nothing above 2^47
+	 * (x86-64, also with 5-level paging) or 2^48 (arm64) unless asked
+	 * to with a hint, and malloc never asks. */
 	if ((uintptr_t)slab + sizeof(*slab) > RC_REF_ONE) {
 		rc_error("region memory at %p is above 2^48", (void *)slab);
-		munmap(slab, sizeof(*slab));
+		free(slab);
 		return NULL;
 	}
 	for (size_t i = 0; i < RC_SLAB_REGIONS; i++) {

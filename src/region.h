@@ -112,7 +112,7 @@ static inline uintptr_t rc_region_end(const struct rc_region *r)
 
 #define RC_THREAD_SLOTS	256
 /* A slot is (count << 48) | region pointer: user pointers fit in 48 bits
- * (region memory comes from mmap without a hint, see region.c). */
+ * (see region.c:rc_region_slab_new). */
 #define RC_REF_ONE	((uint64_t)1 << 48)
 #define RC_REF_PTR_MASK	(RC_REF_ONE - 1)
 #define RC_REF_MAX	((uint64_t)0xffff << 48)

@@ -14,3 +14,5 @@ regcache_add_test(NAME cache-refs-threads SOURCES cache-refs-threads.c
   LIBS Threads::Threads LABELS core stress TIMEOUT 300 ENV REGCACHE_MONITOR=none)
 regcache_add_test(NAME cache-double-put SOURCES cache-double-put.c
   LIBS Threads::Threads LABELS core ENV REGCACHE_MONITOR=none)
+regcache_add_test(NAME cache-budget SOURCES cache-budget.c
+  LABELS core ENV REGCACHE_MONITOR=none)
