@@ -125,9 +125,15 @@ struct regcache_ops {
  * @ctx:         first argument of every @ops call.
  * @max_regions: idle regions beyond this count are evicted, least recently
  *               used first. 0: $REGCACHE_MAX_REGIONS, else 65536.
- * @max_bytes:   idle regions beyond this many registered bytes are evicted.
- *               0: $REGCACHE_MAX_BYTES, else 3/4 of RLIMIT_MEMLOCK when that
- *               is finite, else 1/4 of physical memory.
+ * @max_bytes:   idle regions of this cache beyond this many registered
+ *               bytes are evicted. 0: no limit of its own.
+ *
+ * Every cache of a process shares one pinned-memory budget, since the
+ * kernel counts pinned pages per process (verbs) or per user (io_uring),
+ * not per device: $REGCACHE_MAX_BYTES if set; else unlimited when the
+ * process has CAP_IPC_LOCK or RLIMIT_MEMLOCK is infinite; else 3/4 of
+ * RLIMIT_MEMLOCK. A registration that would exceed it first evicts idle
+ * regions, of its own cache and then of the others.
  * @flags:       REGCACHE_FLAG_*.
  */
 struct regcache_params {
@@ -220,7 +226,9 @@ void regcache_destroy(struct regcache *cache);
  * cached regions) and registered.
  *
  * Return: 0; -EINVAL for a NULL pointer, zero length or a range that wraps
- * around the address space; otherwise the registrar's error, e.g. -EFAULT for
+ * around the address space; -E2BIG, at once and evicting nothing, when the
+ * range (whole pages) is larger than the whole pinned-memory budget (see
+ * struct regcache_params); otherwise the registrar's error, e.g. -EFAULT for
  * unmapped memory or write access to read-only memory, -ENOMEM/-ENOSPC when
  * it is out of resources even after evicting every idle region.
  * Context: thread-safe. A hit takes no shared lock and does not block. A miss
@@ -235,7 +243,14 @@ int regcache_get(struct regcache *cache, const void *addr, size_t len,
  * @region: the region; NULL is ignored.
  *
  * An idle region stays registered until evicted or invalidated. A region
- * invalidated while held is deregistered at its last put.
+ * invalidated while held is deregistered at its last put. Any thread may
+ * put a region another thread got.
+ *
+ * A put of a region nobody holds (a second put), of a region already
+ * deregistered, or to a cache the region does not belong to is logged and
+ * ignored, and leaves every count intact. A second put while another
+ * reference to the same region is still held cannot be told from a put by
+ * that holder, and is not detected.
  *
  * Context: thread-safe. May call ops->dereg.
  */

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "cache.h"
 #include "log.h"
 
@@ -20,40 +20,20 @@
 
 static uintptr_t page_size;
 
-static size_t env_size(const char *name)
+/* Every cache of the process, for eviction across caches when they
+ * share the pinned-memory budget (budget.h). Never taken with a cache lock
+ * held; taken before one. */
+static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER;
+static TAILQ_HEAD(, regcache) caches = TAILQ_HEAD_INITIALIZER(caches);
+static pthread_once_t caches_once = PTHREAD_ONCE_INIT;
+
+/* A fork while another thread evicts across caches must not leave the
+ * child a held caches_lock. */
+static void caches_lock_take(void) { pthread_mutex_lock(&caches_lock); }
+static void caches_lock_drop(void) { pthread_mutex_unlock(&caches_lock); }
+static void caches_init(void)
 {
-	const char *v = getenv(name);
-	unsigned long long n;
-	unsigned shift = 0;
-	char *end;
-
-	if (!v || !*v)
-		return 0;
-	n = strtoull(v, &end, 0);
-	if (*end == 'k' || *end == 'K')
-		shift = 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		shift = 20, end++;
-	else if (*end == 'g' || *end == 'G')
-		shift = 30, end++;
-	if (*end || !n || n > (SIZE_MAX >> shift)) {
-		rc_warn("ignoring %s=%s: expected a positive number "
-			"(optionally with K, M or G) that fits in size_t",
-			name, v);
-		return 0;
-	}
-	return (size_t)n << shift;
-}
-
-static size_t default_max_bytes(void)
-{
-	struct rlimit rl;
-	long pages = sysconf(_SC_PHYS_PAGES);
-
-	if (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY &&
-	    geteuid() != 0)
-		return rl.rlim_cur / 4 * 3;
-	return pages > 0 ? (size_t)pages * page_size / 4 : (size_t)1 << 32;
+	pthread_atfork(caches_lock_take, caches_lock_drop, caches_lock_drop);
 }
 
 /* ---------------------------------------------------------------------
@@ -99,7 +79,7 @@ static struct rc_region *region_alloc(struct regcache *c)
 	pthread_mutex_unlock(&c->lock);
 	if (r)
 		return r;
-	slab = rc_region_slab_new();
+	slab = rc_region_slab_new(&c->pool);
 	if (!slab)
 		return NULL;
 	pthread_mutex_lock(&c->lock);
@@ -122,6 +102,8 @@ static void dereg(struct regcache *c, struct rc_region *r)
 	uintptr_t start = rc_region_start(r), end = rc_region_end(r);
 
 	c->ops.dereg(c->ctx, r->handle);
+	if (c->pinned)
+		rc_budget_release(end - start);
 	rc_fetch_add_relaxed(&c->st_deregistrations, 1);
 	atomic_fetch_sub_explicit(&c->cur_regions, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&c->cur_bytes, end - start,
@@ -171,14 +153,17 @@ static void claim_killed(struct regcache *c, struct kill_batch *batch)
 	pthread_mutex_lock(&c->lock);
 	killed_before = c->kills;
 	pthread_mutex_unlock(&c->lock);
-	rc_region_fence_counts(c->pool.biased);
+	rc_region_fence_counts();
+	/* Every reference taken before these kills is now visible to all:
+	 * a later last put of one of them needs no membarrier of its own. */
+	rc_store_release(&c->fenced_kills, killed_before);
 
 	pthread_mutex_lock(&c->lock);
 	TAILQ_FOREACH_SAFE(r, &c->dead_list, link, next) {
 		uint32_t seq = rc_load_relaxed(&r->seq);
 
 		if (rc_region_refs(r) ||
-		    (int32_t)(r->kill_ticket - killed_before) > 0 ||
+		    (int32_t)(rc_load_relaxed(&r->kill_ticket) - killed_before) > 0 ||
 		    !rc_region_claim(r, seq))
 			continue;
 		TAILQ_REMOVE(&c->dead_list, r, link);
@@ -210,7 +195,14 @@ static rc_noinline void claim_if_unused(struct regcache *c,
 	 * registration are the parent's: notice first (the region turns
 	 * free, and the claim below fails). */
 	check_fork(c);
-	rc_region_fence_counts_of(r);
+	/* Order our own count update before reading the others'. A taker's
+	 * count may still sit in its store buffer until a membarrier() once
+	 * the kill is visible; unless the killer's has run, run our own. */
+	if ((int32_t)(rc_load_relaxed(&r->kill_ticket) -
+		      rc_load_acquire(&c->fenced_kills)) <= 0)
+		rc_fence_seqcst();
+	else
+		rc_region_fence_counts();
 	if (rc_region_refs(r) != 0 || !rc_region_claim(r, seq))
 		return;
 	dereg(c, r);
@@ -220,13 +212,21 @@ static rc_noinline void claim_if_unused(struct regcache *c,
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Drop a reference taken by a get. */
-static inline void region_put(struct regcache *c, struct rc_region *r)
+/* After dropping a reference: the last one of a dead region claims it. */
+static inline void after_put(struct regcache *c, struct rc_region *r)
 {
-	uint32_t seq = rc_region_unref(r);
+	uint32_t seq = rc_load_relaxed(&r->seq);
 
 	if (rc_unlikely(rc_seq_state(seq) == RC_SEQ_DEAD))
 		claim_if_unused(c, r, seq);
+}
+
+/* Drop a reference this thread took and still counts. */
+static inline void region_put(struct regcache *c, struct rc_region *r)
+{
+	if (rc_unlikely(!rc_region_count_down_local(r)))
+		rc_fetch_sub_seqcst(&r->shared_refs, 1);
+	after_put(c, r);
 }
 
 /* Take a reference on @r, seen LIVE as @seq; false if it changed since. */
@@ -298,6 +298,40 @@ static size_t evict_idle_locked(struct regcache *c, size_t want_bytes,
 	return n;
 }
 
+static size_t evict_idle(struct regcache *c, size_t want_bytes,
+			 size_t want_regions)
+{
+	struct kill_batch batch;
+	size_t n;
+
+	kill_batch_init(&batch);
+	pthread_mutex_lock(&c->lock);
+	n = evict_idle_locked(c, want_bytes, want_regions, &batch);
+	pthread_mutex_unlock(&c->lock);
+	claim_killed(c, &batch);
+	return n;
+}
+
+/* Evict idle regions worth @want_bytes and @want_regions: this cache's
+ * first, else the other caches' (they share the budget, and the kernel's
+ * limit). How many. Called without locks. */
+static size_t make_room(struct regcache *c, size_t want_bytes,
+			size_t want_regions)
+{
+	struct regcache *o;
+	size_t n = evict_idle(c, want_bytes, want_regions);
+
+	if (n || !c->pinned)
+		return n;
+	pthread_mutex_lock(&caches_lock);
+	TAILQ_FOREACH(o, &caches, all_link)
+		if (o != c && o->pinned &&
+		    (n = evict_idle(o, want_bytes, want_regions)))
+			break;
+	pthread_mutex_unlock(&caches_lock);
+	return n;
+}
+
 /* ---------------------------------------------------------------------
  * Draining the monitor
  * ------------------------------------------------------------------- */
@@ -366,6 +400,8 @@ static void forget_all_locked(struct regcache *c)
 				 (uint16_t)(rc_load_relaxed(&r->flags) |
 					    RC_REGION_FORGOTTEN));
 	}
+	if (c->pinned)
+		rc_budget_release(rc_load_relaxed(&c->cur_bytes));
 	atomic_store_explicit(&c->cur_regions, 0, memory_order_relaxed);
 	atomic_store_explicit(&c->cur_bytes, 0, memory_order_relaxed);
 }
@@ -413,20 +449,44 @@ static bool out_of_resources(int err)
 	return err == -ENOMEM || err == -ENOSPC || err == -EAGAIN;
 }
 
+/* Keep a registration of @len bytes within the process's budget: -E2BIG
+ * at once if it can never fit; else evict idle regions (this cache's,
+ * then the others') until it fits or none is left, and let the kernel
+ * decide. */
+static int fit_budget(struct regcache *c, size_t len)
+{
+	if (!c->pinned)
+		return 0;
+	if (len > rc_budget_limit()) {
+		rc_warn("registering %zu bytes: larger than the whole pinned-"
+			"memory budget, %s; raise RLIMIT_MEMLOCK (ulimit -l) or "
+			"$REGCACHE_MAX_BYTES, or register smaller pieces", len,
+			rc_budget_source());
+		return -E2BIG;
+	}
+	while (!rc_budget_fits(len) && make_room(c, len, 1))
+		;
+	return 0;
+}
+
 /* ops->reg, evicting idle regions and retrying when the device is out of
  * slots or locked memory: first the least recently used ones worth the
- * request, then all of them. */
+ * request, then all of them (this cache's, else the other caches'). */
 static int reg_evicting(struct regcache *c, uintptr_t start, uintptr_t end,
 			unsigned access, void **handle)
 {
+	int ret = fit_budget(c, end - start);
+
+	if (ret)
+		return ret;
 	for (int attempt = 0;; attempt++) {
-		struct kill_batch batch;
 		size_t evicted;
-		int ret;
 
 		ret = c->ops.reg(c->ctx, (void *)start, end - start, access,
 				 handle);
 		if (!ret) {
+			if (c->pinned)
+				rc_budget_charge(end - start);
 			rc_fetch_add_relaxed(&c->st_registrations, 1);
 			rc_fetch_add_relaxed(&c->cur_regions, 1);
 			rc_fetch_add_relaxed(&c->cur_bytes, end - start);
@@ -451,15 +511,10 @@ static int reg_evicting(struct regcache *c, uintptr_t start, uintptr_t end,
 					: "");
 			return ret;
 		}
-		kill_batch_init(&batch);
-		pthread_mutex_lock(&c->lock);
 		if (attempt == 0)
-			evicted = evict_idle_locked(c, end - start, 1, &batch);
+			evicted = make_room(c, end - start, 1);
 		else
-			evicted = evict_idle_locked(c, SIZE_MAX, SIZE_MAX,
-						       &batch);
-		pthread_mutex_unlock(&c->lock);
-		claim_killed(c, &batch);
+			evicted = make_room(c, SIZE_MAX, SIZE_MAX);
 		rc_debug("registration of %zu bytes failed (%s); evicted %zu "
 			 "idle regions, retrying", (size_t)(end - start),
 			 strerror(-ret), evicted);
@@ -761,6 +816,57 @@ static rc_noinline void put_passthrough(struct regcache *c,
 	pthread_mutex_unlock(&c->lock);
 }
 
+/*
+ * A put that this thread's slots do not count: from a thread other than the
+ * getter, of a get that found its slot taken, or a second put. Only a second
+ * put can find no reference at all. Reading shared_refs first makes every
+ * slot count whose hand-off put it includes visible to the slot scan; equal
+ * values around the scan make the sum one state of the counts. A false
+ * "second put" would leave a reference behind (a leak, reported by
+ * regcache_destroy()), never drop one too many.
+ */
+static rc_noinline bool put_shared(struct regcache *c, struct rc_region *r)
+{
+	for (int tries = 0; tries < 3; tries++) {
+		uint32_t before = atomic_load(&r->shared_refs);
+		uint32_t slots = rc_region_slot_refs(r);
+
+		if (atomic_load(&r->shared_refs) != before)
+			continue;
+		if (slots + before == 0) {
+			rc_warn("regcache_put(cache=%p, region=%p): nobody holds "
+				"this region (a second put?); ignored",
+				(void *)c, (void *)r);
+			return false;
+		}
+		break;
+	}
+	rc_fetch_sub_seqcst(&r->shared_refs, 1);
+	return true;
+}
+
+/* Pass-through, forgotten across fork, or not a held region of @c. */
+static rc_noinline void put_unusual(struct regcache *c, struct rc_region *r)
+{
+	uint16_t flags = rc_load_relaxed(&r->flags);
+
+	if (r->cache_tag != c->tag) {
+		rc_warn("regcache_put(cache=%p, region=%p): the region belongs "
+			"to another cache; ignored", (void *)c, (void *)r);
+		return;
+	}
+	/* Held across fork: inert, never deregistered or reused. */
+	if (flags & RC_REGION_FORGOTTEN)
+		return;
+	if (flags & RC_REGION_PASSTHROUGH) {
+		put_passthrough(c, r);
+		return;
+	}
+	rc_warn("regcache_put(cache=%p, region=%p): the region is not held "
+		"(already put and deregistered?); ignored", (void *)c,
+		(void *)r);
+}
+
 void regcache_put(struct regcache *c, struct regcache_region *region)
 {
 	struct rc_region *r = (struct rc_region *)region;
@@ -771,13 +877,20 @@ void regcache_put(struct regcache *c, struct regcache_region *region)
 				"region came from", (void *)r);
 		return;
 	}
-	if (rc_unlikely(rc_load_relaxed(&r->flags) & RC_REGION_PASSTHROUGH)) {
-		put_passthrough(c, r);
+	/* A held cached region of this cache is LIVE or DEAD: nobody can
+	 * claim it while it is held. */
+	if (rc_unlikely(r->cache_tag != c->tag ||
+			rc_seq_state(rc_load_relaxed(&r->seq)) > RC_SEQ_DEAD ||
+			(rc_load_relaxed(&r->flags) &
+			 (RC_REGION_PASSTHROUGH | RC_REGION_FORGOTTEN)))) {
+		put_unusual(c, r);
 		return;
 	}
 	/* The LRU's notion of "recent": no list move, no lock. */
 	rc_lru_touch(r, rc_load_relaxed(&c->clock));
-	region_put(c, r);
+	if (rc_unlikely(!rc_region_count_down_local(r)) && !put_shared(c, r))
+		return;
+	after_put(c, r);
 }
 
 /* ---------------------------------------------------------------------
@@ -867,6 +980,7 @@ int rc_cache_create(const struct regcache_params *params,
 
 	if (!page_size)
 		page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
+	pthread_once(&caches_once, caches_init);
 	c = aligned_alloc(rc_cacheline, (sizeof(*c) + rc_cacheline - 1) &
 						~(size_t)(rc_cacheline - 1));
 	if (!c)
@@ -879,21 +993,21 @@ int rc_cache_create(const struct regcache_params *params,
 		!!(params->flags & REGCACHE_FLAG_EXPLICIT_INVALIDATE);
 	c->follows_page_tables =
 		!!(params->flags & RC_CACHE_FLAG_FOLLOWS_PAGE_TABLES);
+	c->pinned = !c->follows_page_tables;
 	c->max_regions = params->max_regions ? params->max_regions
-					     : env_size("REGCACHE_MAX_REGIONS");
+					     : rc_env_size("REGCACHE_MAX_REGIONS");
 	if (!c->max_regions)
 		c->max_regions = RC_DEFAULT_MAX_REGIONS;
-	c->max_bytes = params->max_bytes ? params->max_bytes
-					 : env_size("REGCACHE_MAX_BYTES");
-	if (!c->max_bytes)
-		c->max_bytes = c->follows_page_tables ? SIZE_MAX
-						      : default_max_bytes();
+	/* Without a limit of its own, a cache is bounded by the process's
+	 * budget, which every cache shares (budget.h). */
+	c->max_bytes = params->max_bytes ? params->max_bytes : SIZE_MAX;
 	pthread_mutex_init(&c->lock, NULL);
 	TAILQ_INIT(&c->dead_list);
 	TAILQ_INIT(&c->passthrough);
 	TAILQ_INIT(&c->pending);
 	rc_lru_init(&c->lru);
 	rc_region_pool_init(&c->pool);
+	c->tag = c->pool.tag;
 	ret = rc_index_init(&c->index, c->max_regions);
 	if (ret)
 		goto err_free;
@@ -902,9 +1016,15 @@ int rc_cache_create(const struct regcache_params *params,
 		goto err_index;
 	rc_monitor_cursor_init(&c->cursor);
 	update_monitor_caps(c);
-	rc_info("cache %p: monitor %s, max %zu regions / %zu bytes%s", (void *)c,
+	rc_info("cache %p: monitor %s, max %zu regions%s; pinned-memory "
+		"budget of the process %s%s", (void *)c,
 		rc_mon.ops ? rc_mon.ops->name : "none", c->max_regions,
-		c->max_bytes, c->never_cache ? ", pass-through" : "");
+		c->max_bytes != SIZE_MAX ? ", limit of its own" : "",
+		c->pinned ? rc_budget_source() : "not charged (not pinned)",
+		c->never_cache ? ", pass-through" : "");
+	pthread_mutex_lock(&caches_lock);
+	TAILQ_INSERT_TAIL(&caches, c, all_link);
+	pthread_mutex_unlock(&caches_lock);
 	*cache = c;
 	return 0;
 
@@ -942,6 +1062,9 @@ void regcache_destroy(struct regcache *c)
 
 	if (!c)
 		return;
+	pthread_mutex_lock(&caches_lock);
+	TAILQ_REMOVE(&caches, c, all_link);
+	pthread_mutex_unlock(&caches_lock);
 	kill_batch_init(&batch);
 	pthread_mutex_lock(&c->lock);
 	sync_locked(c, &batch);

@@ -48,7 +48,9 @@ struct regcache {
 	bool never_cache;
 	bool explicit_invalidate;
 	bool follows_page_tables;	/* RC_CACHE_FLAG_FOLLOWS_PAGE_TABLES */
+	uint32_t tag;			/* pool.tag, next to what a put reads */
 
+	bool pinned;			/* charged to the budget (budget.h) */
 	struct regcache_ops ops;
 	void *ctx;
 	size_t max_regions;
@@ -56,6 +58,7 @@ struct regcache {
 	unsigned flags;
 	void *registrar_priv;		/* freed by registrar_destroy */
 	void (*registrar_destroy)(void *priv);
+	TAILQ_ENTRY(regcache) all_link;	/* cache.c:caches */
 
 	pthread_mutex_t lock __attribute__((aligned(rc_cacheline)));
 	struct rc_lru lru;
@@ -66,6 +69,8 @@ struct regcache {
 	size_t live_bytes;
 	uint64_t hits_retired;		/* hits of regions no longer live */
 	uint32_t kills;			/* kills so far: the kill tickets */
+	_Atomic uint32_t fenced_kills;	/* kills before the last completed
+					   rc_region_fence_counts() */
 	struct rc_region_pool pool;
 
 	/* Statistics updated outside the lock too. */

@@ -12,9 +12,9 @@ struct rc_region *rc_lru_pick_idle(struct rc_lru *lru)
 		/* A racy read of the counts is enough here: killing a region
 		 * that somebody just took is still safe (it is deregistered at
 		 * its last put), only wasteful. */
-		if (rc_region_refs(r) || used != r->lru_stamp) {
+		if (rc_region_refs(r) || used != rc_load_relaxed(&r->lru_stamp)) {
 			TAILQ_REMOVE(&lru->list, r, link);
-			r->lru_stamp = used;
+			rc_store_relaxed(&r->lru_stamp, used);
 			TAILQ_INSERT_TAIL(&lru->list, r, link);
 			continue;
 		}

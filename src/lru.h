@@ -40,7 +40,7 @@ static inline void rc_lru_add(struct rc_lru *lru, struct rc_region *r,
 			      uint32_t now)
 {
 	rc_store_relaxed(&r->last_use, (uint16_t)now);
-	r->lru_stamp = (uint16_t)now;
+	rc_store_relaxed(&r->lru_stamp, (uint16_t)now);
 	TAILQ_INSERT_TAIL(&lru->list, r, link);
 	lru->nr++;
 }

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Regions: type-stable allocation with free lists per owner thread, and the
- * fences of the biased reference counts (see region.h).
+ * Regions: the thread reference slots and the fences that make them safe,
+ * and type-stable allocation (see region.h).
  */
 #include <errno.h>
-#include <string.h>
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -20,21 +21,156 @@ struct rc_slab {
 	struct rc_region regions[RC_SLAB_REGIONS];
 };
 
+/* ---------------------------------------------------------------------
+ * Thread reference slots
+ * ------------------------------------------------------------------- */
+
+/* Threads beyond this many at once count in shared_refs. The tables are
+ * zero pages until a thread uses one (2 KiB each). */
+#define RC_THREAD_TABLES 1024
+
+__thread struct rc_thread_refs *rc_my_refs;
+
+static struct rc_thread_refs tables[RC_THREAD_TABLES];
+static _Atomic bool table_taken[RC_THREAD_TABLES];
+/* Tables [0, tables_used) may hold counts: what rc_region_refs() reads. */
+static _Atomic unsigned tables_used;
+
+static pthread_once_t slots_once = PTHREAD_ONCE_INIT;
+static pthread_key_t slots_key;
+static bool slots_usable;	/* membarrier() registered */
+
+/* A thread exits: move its counts to the regions' shared_refs, then free
+ * its table for the next thread. The RMW comes before the release store
+ * that empties the slot, so a reader that sees the slot empty (acquire)
+ * sees the count in shared_refs: it may count a reference twice, never
+ * miss one. */
+static void thread_exit(void *arg)
+{
+	struct rc_thread_refs *t = arg;
+
+	rc_my_refs = NULL;
+	for (size_t i = 0; i < RC_THREAD_SLOTS; i++) {
+		uint64_t v = rc_load_relaxed(&t->slot[i]);
+		struct rc_region *r = (struct rc_region *)(v & RC_REF_PTR_MASK);
+
+		if (v >= RC_REF_ONE)
+			rc_fetch_add_seqcst(&r->shared_refs,
+					    (uint32_t)(v >> 48));
+		rc_store_release(&t->slot[i], 0);
+	}
+	rc_store_release(&table_taken[t - tables], false);
+}
+
 /* Registering for the expedited private command is per process and
- * idempotent. Where it fails (old kernel, seccomp, valgrind) every thread
- * counts with atomic RMWs instead, which is correct but slower. */
-bool rc_region_pool_init(struct rc_region_pool *pool)
+ * idempotent. Where it fails (old kernel, seccomp, valgrind) no thread
+ * gets slots: every count is an RMW, correct but slower. */
+static void slots_init(void)
 {
 	long ret = syscall(SYS_membarrier,
 			   MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
 
-	memset(pool, 0, sizeof(*pool));
-	TAILQ_INIT(&pool->fresh);
-	pool->biased = ret == 0;
-	if (ret)
+	if (ret) {
 		rc_info("membarrier unavailable (%s): hits use atomic "
 			"reference counts", strerror(errno));
-	return pool->biased;
+		return;
+	}
+	if (pthread_key_create(&slots_key, thread_exit))
+		return;
+	slots_usable = true;
+}
+
+static struct rc_thread_refs *take_table(void)
+{
+	for (unsigned i = 0; i < RC_THREAD_TABLES; i++) {
+		bool expected = false;
+		unsigned used;
+
+		if (rc_load_relaxed(&table_taken[i]) ||
+		    !atomic_compare_exchange_strong(&table_taken[i], &expected,
+						    true))
+			continue;
+		/* Publish the table to readers before the first count in it. */
+		used = rc_load_relaxed(&tables_used);
+		while (used <= i &&
+		       !atomic_compare_exchange_weak(&tables_used, &used, i + 1))
+			;
+		return &tables[i];
+	}
+	return NULL;
+}
+
+void rc_region_count_up_shared(struct rc_region *r)
+{
+	/* A thread's first reference, or one that found its slot taken. */
+	if (!rc_my_refs && slots_usable) {
+		struct rc_thread_refs *t = take_table();
+
+		if (t && !pthread_setspecific(slots_key, t)) {
+			rc_my_refs = t;
+			rc_region_count_up(r);
+			return;
+		}
+		if (t)
+			rc_store_release(&table_taken[t - tables], false);
+	}
+	rc_fetch_add_seqcst(&r->shared_refs, 1);
+}
+
+uint32_t rc_region_slot_refs(const struct rc_region *r)
+{
+	unsigned used = rc_load_acquire(&tables_used);
+	uint32_t n = 0;
+
+	for (unsigned i = 0; i < used; i++) {
+		uint64_t v = rc_load_acquire(rc_ref_slot(&tables[i], r));
+
+		if ((v & RC_REF_PTR_MASK) == (uintptr_t)r)
+			n += (uint32_t)(v >> 48);
+	}
+	return n;
+}
+
+uint32_t rc_region_refs(const struct rc_region *r)
+{
+	/* Slots before shared_refs: see thread_exit(). */
+	uint32_t n = rc_region_slot_refs(r);
+
+	return n + rc_load_acquire(&r->shared_refs);
+}
+
+/* Pairs with the getter's plain slot store + compiler fence in
+ * rc_region_count_up(): after this returns, every thread's earlier store
+ * is visible here, or that thread's later load of seq sees the kill. */
+void rc_region_fence_counts(void)
+{
+	if (!slots_usable ||
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+		rc_fence_seqcst();
+}
+
+/* ---------------------------------------------------------------------
+ * Lifecycle and the pool
+ * ------------------------------------------------------------------- */
+
+void rc_region_make_live(struct rc_region *r)
+{
+	uint32_t seq = rc_load_relaxed(&r->seq);
+
+	rc_region_count_up(r);
+	/* Release pairs with the acquire of seq in regcache_get(): a hit that
+	 * sees the new LIVE value sees the fields rc_region_fill() wrote. */
+	rc_store_release(&r->seq, (seq | 3u) + 1);
+}
+
+void rc_region_pool_init(struct rc_region_pool *pool)
+{
+	static _Atomic uint32_t next_tag = 1;
+
+	pthread_once(&slots_once, slots_init);
+	memset(pool, 0, sizeof(*pool));
+	pool->tag = rc_fetch_add_relaxed(&next_tag, 1);
+	TAILQ_INIT(&pool->free);
 }
 
 void rc_region_pool_fini(struct rc_region_pool *pool)
@@ -47,105 +183,33 @@ void rc_region_pool_fini(struct rc_region_pool *pool)
 	}
 }
 
-/* Pairs with the owner's plain owner_refs store + compiler fence in
- * rc_region_ref()/rc_region_unref(): after this returns, every owner's
- * earlier store is visible here, or that owner's later load of seq sees the
- * kill. */
-static void barrier_all_threads(void)
-{
-	if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
-		rc_fence_seqcst(); /* unreachable once registered */
-}
-
-void rc_region_fence_counts(bool biased)
-{
-	if (biased)
-		barrier_all_threads();
-	else
-		rc_fence_seqcst();
-}
-
-void rc_region_fence_counts_of(const struct rc_region *r)
-{
-	uintptr_t owner = rc_load_relaxed(&r->owner);
-
-	/* Order our own count update before reading the other count. If the
-	 * owner is another thread, its plain increment may still sit in its
-	 * store buffer, and only a barrier on its CPU makes it visible (the
-	 * store-buffering pattern); rare: a non-owner's last put of a dead
-	 * region. */
-	if (owner && owner != rc_self())
-		barrier_all_threads();
-	else
-		rc_fence_seqcst();
-}
-
-void rc_region_make_live(struct rc_region *r)
-{
-	uint32_t seq = rc_load_relaxed(&r->seq);
-
-	if (rc_load_relaxed(&r->owner) == rc_self())
-		rc_bump_relaxed(&r->owner_refs, 1);
-	else
-		rc_fetch_add_seqcst(&r->shared_refs, 1);
-	/* Release pairs with the acquire of seq in regcache_get(): a hit that
-	 * sees the new LIVE value sees the fields rc_region_fill() wrote. */
-	rc_store_release(&r->seq, (seq | 3u) + 1);
-}
-
-static struct rc_owner_free *owner_bucket(struct rc_region_pool *pool,
-					  uintptr_t owner, bool create)
-{
-	size_t h = (size_t)((owner >> 12) * 0x9e3779b97f4a7c15ull) >> 58;
-
-	for (size_t i = 0; i < RC_OWNER_BUCKETS; i++) {
-		struct rc_owner_free *b =
-			&pool->free_by_owner[(h + i) % RC_OWNER_BUCKETS];
-
-		if (b->owner == owner)
-			return b;
-		if (!b->owner) {
-			if (!create)
-				return NULL;
-			b->owner = owner;
-			TAILQ_INIT(&b->regions);
-			return b;
-		}
-	}
-	return NULL;
-}
-
 struct rc_region *rc_region_alloc_locked(struct rc_region_pool *pool)
 {
-	uintptr_t self = rc_self();
-	struct rc_owner_free *b =
-		pool->biased ? owner_bucket(pool, self, true) : NULL;
-	struct rc_region *r = NULL;
+	struct rc_region *r = TAILQ_FIRST(&pool->free);
 
-	if (b && !TAILQ_EMPTY(&b->regions)) {
-		r = TAILQ_FIRST(&b->regions);
-		TAILQ_REMOVE(&b->regions, r, link);
-	} else if (!TAILQ_EMPTY(&pool->fresh)) {
-		r = TAILQ_FIRST(&pool->fresh);
-		TAILQ_REMOVE(&pool->fresh, r, link);
-		/* An owned region keeps its owner for good, so only one thread
-		 * ever stores to its owner_refs. A region in "fresh" has no
-		 * owner: every thread counted it with RMWs, so giving it one
-		 * now races with nobody. Without a bucket (more owner threads
-		 * than buckets) it stays unowned, and returns to "fresh". */
-		rc_store_relaxed(&r->owner, b ? self : 0);
-	}
+	if (r)
+		TAILQ_REMOVE(&pool->free, r, link);
 	return r;
 }
 
-struct rc_slab *rc_region_slab_new(void)
+struct rc_slab *rc_region_slab_new(struct rc_region_pool *pool)
 {
 	struct rc_slab *slab = calloc(1, sizeof(*slab));
 
 	if (!slab)
 		return NULL;
-	for (size_t i = 0; i < RC_SLAB_REGIONS; i++)
+	/* Slot pointers need 48 bits: the kernel maps nothing above 2^47
+	 * (x86-64, also with 5-level paging) or 2^48 (arm64) unless asked
+	 * to with a hint, and malloc never asks. */
+	if ((uintptr_t)slab + sizeof(*slab) > RC_REF_ONE) {
+		rc_error("region memory at %p is above 2^48", (void *)slab);
+		free(slab);
+		return NULL;
+	}
+	for (size_t i = 0; i < RC_SLAB_REGIONS; i++) {
 		rc_store_relaxed(&slab->regions[i].seq, RC_SEQ_FREE);
+		slab->regions[i].cache_tag = pool->tag;
+	}
 	return slab;
 }
 
@@ -155,23 +219,15 @@ void rc_region_slab_add_locked(struct rc_region_pool *pool,
 	slab->next = pool->slabs;
 	pool->slabs = slab;
 	for (size_t i = 0; i < RC_SLAB_REGIONS; i++)
-		TAILQ_INSERT_TAIL(&pool->fresh, &slab->regions[i], link);
+		TAILQ_INSERT_TAIL(&pool->free, &slab->regions[i], link);
 }
 
 void rc_region_free_locked(struct rc_region_pool *pool, struct rc_region *r)
 {
-	uintptr_t owner = rc_load_relaxed(&r->owner);
-	struct rc_owner_free *b;
-
 	rc_store_relaxed(&r->seq, rc_load_relaxed(&r->seq) | RC_SEQ_FREE);
-	if (!owner) {
-		TAILQ_INSERT_HEAD(&pool->fresh, r, link);
-		return;
-	}
-	/* The bucket was made when the owner allocated the region. */
-	b = owner_bucket(pool, owner, false);
-	rc_assert(b);
-	TAILQ_INSERT_HEAD(&b->regions, r, link);
+	/* A second put of a pass-through region finds it not pass-through. */
+	rc_store_relaxed(&r->flags, 0);
+	TAILQ_INSERT_HEAD(&pool->free, r, link);
 }
 
 bool rc_region_forget_locked(struct rc_region_pool *pool, struct rc_region *r)

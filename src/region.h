@@ -43,36 +43,28 @@
  * struct rc_region - one registered range
  *
  * The first 64 bytes are what a hit reads and writes. Region memory is
- * type-stable: it returns to its pool, never to malloc, until the cache is
- * destroyed, so a hit may read a stale hint pointer safely.
+ * type-stable: it returns to its pool, never to the system, until the
+ * cache is destroyed, so a hit may read a stale hint pointer safely.
  *
  * Invariants:
- *   seq state LIVE       <=> in the cache's index and on its LRU
- *   refs(r)              == owner_refs + shared_refs (modulo 2^32)
- *   owner                never changes once set (rc_region_alloc_locked), so
- *                        only one thread ever writes owner_refs.
- *
- * Reference counting is biased (Choi et al., PACT 2018): the thread that
- * created the region counts with plain stores, everybody else with atomic
- * RMWs. A killer makes seq odd, then calls rc_region_fence_counts() (a
- * membarrier()), then reads both counts; a getter bumps its count, then
- * re-reads seq. membarrier() supplies the store-load fence the owner's hit
- * path leaves out, so one of the two always sees the other.
+ *   seq state LIVE  <=> in the cache's index and on its LRU
+ *   refs(r)         == shared_refs + the count of r in every thread's
+ *                      reference slots (struct rc_thread_refs), modulo 2^32
+ *   cache_tag       == the tag of the cache whose pool holds it
  */
 struct rc_region {
 	_Atomic uint32_t seq;
 	_Atomic uint32_t access;
 	_Atomic uintptr_t start;
 	_Atomic uintptr_t end;
-	_Atomic uintptr_t owner;	/* thread pointer of the creator */
-	_Atomic uint32_t owner_refs;	/* written by the owner only */
-	_Atomic uint32_t shared_refs;	/* everybody else, atomic RMW */
+	_Atomic uint32_t shared_refs;	/* references no thread slot holds */
 	_Atomic uint16_t last_use;	/* LRU clock at the last put */
 	_Atomic uint16_t flags;		/* RC_REGION_* */
-	union {				/* under the cache lock only: */
-		uint16_t lru_stamp;	/* live: last_use when queued */
-		uint32_t kill_ticket;	/* dead: the cache's kill count */
+	union {				/* written under the cache lock: */
+		_Atomic uint16_t lru_stamp;	/* live: last_use when queued */
+		_Atomic uint32_t kill_ticket;	/* dead: the cache's kill count */
 	};
+	uint32_t cache_tag;
 	_Atomic uint64_t hits;
 	void *handle;
 
@@ -80,7 +72,7 @@ struct rc_region {
 	RB_ENTRY(rc_region) rb;		/* index.c */
 	TAILQ_ENTRY(rc_region) link;	/* LRU, dead, pass-through or free */
 };
-/* 112 bytes: with one hint slot (8 bytes) a cached region costs 120 bytes.
+/* 104 bytes: with one hint slot (8 bytes) a cached region costs 112 bytes.
  * The LRU clock is kept modulo 2^16 here; a region used exactly a multiple
  * of 65536 misses after it was queued looks unused and may be evicted a
  * little early, which costs one re-registration. */
@@ -97,76 +89,125 @@ static inline uintptr_t rc_region_end(const struct rc_region *r)
 	return rc_load_relaxed(&r->end);
 }
 
-static inline uintptr_t rc_self(void)
-{
-	/* The thread pointer is unique among live threads and costs nothing
-	 * to read; a dead thread's successor may inherit it, and with it the
-	 * dead thread's (idle) regions, which is harmless. */
-	return (uintptr_t)__builtin_thread_pointer();
-}
-
 /* ---------------------------------------------------------------------
  * References
+ *
+ * A reference is counted where it costs its taker least: in the taking
+ * thread's own slot for the region, with plain stores (no thread but the
+ * owner of a slot writes it), or, where the thread has no free slot for
+ * it, in the region's shared_refs with a seq_cst RMW. Every thread pays
+ * the same, whoever created the region.
+ *
+ * A killer makes seq odd, then calls rc_region_fence_counts() (a
+ * membarrier() of every thread of the process), then reads the counts; a
+ * getter bumps its count, then re-reads seq. membarrier() supplies the
+ * store-load fence the getter leaves out, so one of the two always sees
+ * the other (the biased counting of Choi et al., PACT 2018, biased to
+ * every thread at once). Where membarrier() is unavailable no thread gets
+ * slots, and every count is an RMW.
+ *
+ * A put from a thread other than the getter finds no slot for the region
+ * and counts down shared_refs: the sum stays right modulo 2^32.
  * ------------------------------------------------------------------- */
 
-static inline uint32_t rc_region_refs(const struct rc_region *r)
+#define RC_THREAD_SLOTS	256
+/* A slot is (count << 48) | region pointer: user pointers fit in 48 bits
+ * (see region.c:rc_region_slab_new). */
+#define RC_REF_ONE	((uint64_t)1 << 48)
+#define RC_REF_PTR_MASK	(RC_REF_ONE - 1)
+#define RC_REF_MAX	((uint64_t)0xffff << 48)
+
+struct rc_thread_refs {
+	_Atomic uint64_t slot[RC_THREAD_SLOTS];
+};
+
+/* The calling thread's slots; NULL until its first reference. */
+extern rc_hidden __thread struct rc_thread_refs *rc_my_refs
+	__attribute__((tls_model("initial-exec")));
+
+static inline _Atomic uint64_t *rc_ref_slot(struct rc_thread_refs *t,
+					    const struct rc_region *r)
 {
-	/* Acquire pairs with the release of the last unref. */
-	return rc_load_acquire(&r->owner_refs) +
-	       rc_load_acquire(&r->shared_refs);
+	/* Regions are 8-aligned and 13 words apart in a slab: consecutive
+	 * ones take distinct slots. */
+	return &t->slot[((uintptr_t)r >> 3) % RC_THREAD_SLOTS];
 }
+
+/* Count a reference without a slot (registers the thread's slots first,
+ * if it has none yet and can have them). */
+rc_hidden void rc_region_count_up_shared(struct rc_region *r);
+
+static inline void rc_region_count_up(struct rc_region *r)
+{
+	struct rc_thread_refs *t = rc_my_refs;
+
+	if (rc_likely(t)) {
+		_Atomic uint64_t *s = rc_ref_slot(t, r);
+		uint64_t v = rc_load_relaxed(s), n = v - (uintptr_t)r;
+
+		/* This region's slot, below the maximum count; or a slot
+		 * whose region (any) has a count of zero. */
+		if (rc_likely(!(n & RC_REF_PTR_MASK) && n < RC_REF_MAX)) {
+			rc_store_relaxed(s, v + RC_REF_ONE);
+			rc_compiler_fence();
+			return;
+		}
+		if (v < RC_REF_ONE) {
+			rc_store_relaxed(s, (uintptr_t)r + RC_REF_ONE);
+			rc_compiler_fence();
+			return;
+		}
+	}
+	rc_region_count_up_shared(r);
+}
+
+/*
+ * Drop a reference from the calling thread's slot; false if the slot holds
+ * none of @r (the caller then drops it from shared_refs). The release pairs
+ * with the acquire of rc_region_refs(): whoever reads zero and deregisters
+ * also sees everything the holder did before.
+ */
+static inline bool rc_region_count_down_local(struct rc_region *r)
+{
+	struct rc_thread_refs *t = rc_my_refs;
+
+	if (rc_likely(t)) {
+		_Atomic uint64_t *s = rc_ref_slot(t, r);
+		uint64_t v = rc_load_relaxed(s), n = v - (uintptr_t)r;
+
+		if (rc_likely(!(n & RC_REF_PTR_MASK) && n)) {
+			rc_store_release(s, v - RC_REF_ONE);
+			rc_compiler_fence();
+			return true;
+		}
+	}
+	return false;
+}
+
+/* refs(r): every thread's slot for @r plus shared_refs. Not a snapshot:
+ * only zero after rc_region_fence_counts() of a dead region means unheld. */
+rc_hidden uint32_t rc_region_refs(const struct rc_region *r);
+/* The part of refs(r) in thread slots. */
+rc_hidden uint32_t rc_region_slot_refs(const struct rc_region *r);
 
 /*
  * Take a reference on a region whose seq was @seq when it was looked up.
  * false: seq moved meanwhile; the reference is still counted and the caller
- * must drop it with rc_region_unref().
- *
- * The owner's increment is a plain store followed by a compiler fence; the
- * CPU-side store-load fence is supplied by the killer's
- * rc_region_fence_counts(), so either the killer sees our count or we see
- * its odd seq. Everybody else pays a seq_cst RMW.
+ * must drop it.
  */
 static inline bool rc_region_ref(struct rc_region *r, uint32_t seq)
 {
-	if (rc_load_relaxed(&r->owner) == rc_self()) {
-		rc_bump_relaxed(&r->owner_refs, 1);
-		rc_compiler_fence();
-	} else {
-		rc_fetch_add_seqcst(&r->shared_refs, 1);
-	}
+	rc_region_count_up(r);
 	return rc_likely(rc_load_relaxed(&r->seq) == seq);
-}
-
-/*
- * Drop a reference. Returns seq as read after the drop: when its state is
- * RC_SEQ_DEAD the count may have reached zero, and the caller must try to
- * claim the region (see cache.c:claim_if_unused).
- */
-static inline uint32_t rc_region_unref(struct rc_region *r)
-{
-	if (rc_load_relaxed(&r->owner) == rc_self()) {
-		/* Release (a plain store on x86): whoever reads zero here and
-		 * deregisters also sees everything the holder did before. */
-		rc_store_release(&r->owner_refs,
-				 rc_load_relaxed(&r->owner_refs) - 1);
-		rc_compiler_fence();
-	} else {
-		rc_fetch_sub_seqcst(&r->shared_refs, 1);
-	}
-	return rc_load_relaxed(&r->seq);
 }
 
 /*
  * After a kill (seq made odd with a seq_cst store): make every thread's
  * earlier count update visible to this one, so that a count read next is
- * either complete or its taker will see the kill. @biased: the pool counts
- * owners plainly (a membarrier() of every thread), else a fence suffices.
+ * either complete or its taker will see the kill. A membarrier() where
+ * threads count in slots, else a fence. Never under a lock a hit takes.
  */
-rc_hidden void rc_region_fence_counts(bool biased);
-
-/* The same, for one region whose count this thread has just dropped: only
- * another owner thread's plain store can hide from us. */
-rc_hidden void rc_region_fence_counts_of(const struct rc_region *r);
+rc_hidden void rc_region_fence_counts(void);
 
 /* ---------------------------------------------------------------------
  * Lifecycle
@@ -188,14 +229,15 @@ static inline void rc_region_fill(struct rc_region *r, uintptr_t start,
 /* Make a filled region LIVE, holding one reference for the caller. */
 rc_hidden void rc_region_make_live(struct rc_region *r);
 
-/* LIVE -> DEAD. The seq_cst store orders the kill before the
- * rc_region_fence_counts() that precedes reading the counts. */
+/* LIVE -> DEAD, as the cache's kill number @ticket. The seq_cst store
+ * orders the kill before the rc_region_fence_counts() that precedes reading
+ * the counts, and publishes the ticket to whoever sees the DEAD seq. */
 static inline void rc_region_mark_dead(struct rc_region *r, uint32_t ticket)
 {
 	uint32_t seq = rc_load_relaxed(&r->seq);
 
+	rc_store_relaxed(&r->kill_ticket, ticket);
 	atomic_store_explicit(&r->seq, seq + 1, memory_order_seq_cst);
-	r->kill_ticket = ticket;
 }
 
 /* DEAD (as @seq) -> CLAIMED; true for the one caller that wins. The caller
@@ -207,45 +249,37 @@ static inline bool rc_region_claim(struct rc_region *r, uint32_t seq)
 }
 
 /* ---------------------------------------------------------------------
- * The pool: type-stable region memory, free lists per owner thread
+ * The pool: type-stable region memory
  * ------------------------------------------------------------------- */
-
-/* Free regions are kept per owner thread so that a region is always reused
- * by the thread that owns it (see struct rc_region). */
-#define RC_OWNER_BUCKETS 256
-struct rc_owner_free {
-	uintptr_t owner;
-	struct rc_region_list regions;
-};
 
 struct rc_slab;
 
 /**
  * struct rc_region_pool - the regions of one cache
- * @biased:  membarrier() works, so owners count with plain stores;
- *           otherwise every region stays unowned and counts with RMWs.
+ * @tag:   stamped into every region (rc_region.cache_tag), so that a put
+ *         can tell a region of another cache cheaply.
  *
  * Every call named _locked needs the lock the caller guards the pool with
  * (the cache lock); the others take no lock.
  */
 struct rc_region_pool {
-	bool biased;
-	struct rc_owner_free free_by_owner[RC_OWNER_BUCKETS];
-	struct rc_region_list fresh;	/* never owned */
+	uint32_t tag;
+	struct rc_region_list free;
 	struct rc_slab *slabs;
 };
 
-/* Register for biased counting (membarrier); false where unavailable. */
-rc_hidden bool rc_region_pool_init(struct rc_region_pool *pool);
+/* An empty pool. The first one of the process registers for membarrier()
+ * (see References); where that fails, every count is an RMW. */
+rc_hidden void rc_region_pool_init(struct rc_region_pool *pool);
 /* Free the pool's memory: every region becomes invalid. */
 rc_hidden void rc_region_pool_fini(struct rc_region_pool *pool);
 
-/* A FREE region for the calling thread, or NULL when the pool is empty. */
+/* A FREE region, or NULL when the pool is empty. */
 rc_hidden struct rc_region *rc_region_alloc_locked(struct rc_region_pool *pool);
 /* New region memory, allocated without the lock (a malloc may unmap memory,
  * and with userfaultfd the unmapping thread waits for the monitor); NULL
  * when out of memory. Hand it to the pool with rc_region_slab_add_locked(). */
-rc_hidden struct rc_slab *rc_region_slab_new(void);
+rc_hidden struct rc_slab *rc_region_slab_new(struct rc_region_pool *pool);
 rc_hidden void rc_region_slab_add_locked(struct rc_region_pool *pool,
 					 struct rc_slab *slab);
 /* Return a region nobody uses (CLAIMED or never made live) to the pool. */

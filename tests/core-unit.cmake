@@ -7,3 +7,12 @@ regcache_add_test(NAME index-unit
   LABELS core unit)
 target_include_directories(index-unit PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_definitions(index-unit PRIVATE RC_DEBUG=1)
+
+# The core's reference counting: threads that did not create a region, and
+# puts that are wrong (the "none" monitor: caching only by promise).
+regcache_add_test(NAME cache-refs-threads SOURCES cache-refs-threads.c
+  LIBS Threads::Threads LABELS core stress TIMEOUT 300 ENV REGCACHE_MONITOR=none)
+regcache_add_test(NAME cache-double-put SOURCES cache-double-put.c
+  LIBS Threads::Threads LABELS core ENV REGCACHE_MONITOR=none)
+regcache_add_test(NAME cache-budget SOURCES cache-budget.c
+  LABELS core ENV REGCACHE_MONITOR=none)

@@ -16,6 +16,8 @@ regcache_add_test(NAME uffd-mremap-multi-vma SOURCES uffd-mremap-multi-vma.c
 regcache_add_test(NAME uffd-get-page-zero SOURCES uffd-get-page-zero.c
   MONITORS userfaultfd LABELS uffd)
 if(REGCACHE_HAVE_BPF)
+  regcache_add_test(NAME bpf-everything-once SOURCES bpf-everything-once.c
+    MONITORS bpf LABELS bpf)
   regcache_add_test(NAME bpf-rlimit-as SOURCES bpf-rlimit-as.c
     MONITORS bpf LABELS bpf)
 endif()

@@ -580,9 +580,33 @@ fail:
 	return ret;
 }
 
+/* One pull's view of the records: everything it publishes is applied by
+ * every cache in one sync, so within a pull one "everything" subsumes all
+ * other records and a record equal to the one before it adds nothing. */
+struct pull_batch {
+	struct rc_monitor *mon;
+	bool everything;
+	uint64_t last_start, last_end;	/* last range published */
+};
+
 static void pull_record(void *arg, uint64_t start, uint64_t end)
 {
-	rc_monitor_publish(arg, (uintptr_t)start,
+	struct pull_batch *b = arg;
+
+	if (b->everything)
+		return;
+	if (start == 0 && end >= UINTPTR_MAX) {
+		/* Published once, at the end of the pull. */
+		b->everything = true;
+		return;
+	}
+	/* The programs record each change up to three times (before it,
+	 * under the mmap lock, after it); back to back, publish it once. */
+	if (start == b->last_start && end == b->last_end)
+		return;
+	b->last_start = start;
+	b->last_end = end;
+	rc_monitor_publish(b->mon, (uintptr_t)start,
 			   end > UINTPTR_MAX ? UINTPTR_MAX : (uintptr_t)end);
 }
 
@@ -597,9 +621,10 @@ static void bpf_pull(struct rc_monitor *mon)
 	uint64_t cons = rc_load_relaxed(ebpf.cons);
 	/* Acquire pairs with the kernel's release of producer_pos. */
 	uint64_t prod = rc_load_acquire(ebpf.gen);
+	struct pull_batch b = { .mon = mon, .last_start = 1, .last_end = 0 };
 	struct rc_bpf_proc st;
 
-	ring_walk(cons, prod, pull_record, mon);
+	ring_walk(cons, prod, pull_record, &b);
 	/* A record that did not fit: the producer position was already past
 	 * every adopted generation when it was lost (the ring was full), so
 	 * this pull runs for it; treat it as "everything" (design rule 5). */
@@ -610,8 +635,10 @@ static void bpf_pull(struct rc_monitor *mon)
 			 "invalidating everything",
 			 (uint64_t)(st.drops - ebpf.drops_seen));
 		ebpf.drops_seen = st.drops;
-		rc_monitor_publish_all(mon);
+		b.everything = true;
 	}
+	if (b.everything)
+		rc_monitor_publish_all(mon);
 }
 
 static int vma_query(uintptr_t addr, struct rc_procmap_query *q)

@@ -91,7 +91,7 @@ static struct uffd_backend {
 	struct rc_range_count watches;
 	size_t unwatch_since_sweep;
 } uffd = { .fd = -1, .stop_fd = -1, .vmas = { .maps_fd = -1 },
-	 .lock = PTHREAD_MUTEX_INITIALIZER };
+	   .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -863,11 +863,19 @@ static void uffd_stop(struct rc_monitor *mon)
 		rc_error("userfaultfd monitor: UFFDIO_UNREGISTER failed (%s): "
 			 "closing the userfaultfd unregisters what is left",
 			 strerror(-ret));
+	/* No reader is needed from here on, and a page still registered
+	 * would make its munmap wait forever for one, even the thread's
+	 * own exit (which may unmap its stack or a sanitizer's per-thread
+	 * memory). So drop the fd table's reference to the userfaultfd
+	 * before the thread exits: dup3 puts the eventfd under the same
+	 * number, which the thread may still poll and read (it reads no
+	 * event from it). The context is released when the thread's poll()
+	 * lets go of its reference, which unregisters every VMA and wakes
+	 * every waiter. */
+	if (dup3(uffd.stop_fd, uffd.fd, O_CLOEXEC) < 0)
+		rc_error("userfaultfd monitor: dup3: %s", strerror(errno));
 	stop_thread();
-	/* Close before any unmap: with the thread gone, a page still
-	 * registered would make its munmap wait forever for a reader.
-	 * Closing the last reference releases the context, which
-	 * unregisters every VMA and wakes every waiter. */
+	/* Before any unmap, for the same reason. */
 	close_fds();
 	/* A forked child may still hold a copy of the fd and keep the
 	 * context alive: then a sentinel we could not unregister stays
