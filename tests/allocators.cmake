@@ -34,6 +34,18 @@ endforeach()
 # registered its scenarios.
 function(regcache_add_allocator_tests)
   get_property(tests DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY TESTS)
+  # A scenario runs under several monitors; a test registered for one
+  # monitor only is about that backend, not about the application's memory.
+  set(scenarios "")
+  set(seen "")
+  foreach(t ${tests})
+    if(t MATCHES "^([^@+]+)@[^@+]+$")
+      if(CMAKE_MATCH_1 IN_LIST seen)
+        list(APPEND scenarios ${CMAKE_MATCH_1})
+      endif()
+      list(APPEND seen ${CMAKE_MATCH_1})
+    endif()
+  endforeach()
   foreach(t ${tests})
     get_test_property(${t} LABELS labels)
     if(NOT t MATCHES "^([^@+]+)@([^@+]+)$" OR NOT "monitor" IN_LIST labels
@@ -44,7 +56,8 @@ function(regcache_add_allocator_tests)
     # monitor-free-malloc is about glibc's free() unmapping a chunk (it
     # sets glibc's M_MMAP_THRESHOLD); under another allocator its setup
     # cannot hold.
-    if(NOT TARGET ${exe} OR exe STREQUAL "monitor-free-malloc")
+    if(NOT TARGET ${exe} OR NOT exe IN_LIST scenarios
+       OR exe STREQUAL "monitor-free-malloc")
       continue()
     endif()
     set(args "")
