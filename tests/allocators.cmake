@@ -101,13 +101,13 @@ if(TARGET regcache-demo)
   # Memcheck over a short demo run: no invalid access, no definite leak.
   find_program(VALGRIND valgrind)
   if(VALGRIND)
-    add_test(NAME demo_valgrind
+    add_test(NAME demo-valgrind
       COMMAND ${VALGRIND} --error-exitcode=99 --leak-check=full
               --errors-for-leak-kinds=definite --track-fds=no
               --suppressions=${CMAKE_CURRENT_SOURCE_DIR}/reliability-valgrind.supp
               $<TARGET_FILE:regcache-demo> --iterations 300 --repeat 1
               --modes naive,regcache)
-    set_tests_properties(demo_valgrind PROPERTIES TIMEOUT 300
+    set_tests_properties(demo-valgrind PROPERTIES TIMEOUT 300
       LABELS "demo;valgrind"
       PASS_REGULAR_EXPRESSION "regcache: zero corrupted messages"
       FAIL_REGULAR_EXPRESSION "FAILED;ERROR SUMMARY: [1-9]")
