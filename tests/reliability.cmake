@@ -49,6 +49,12 @@ elseif(REGCACHE_FUZZ AND NOT REGCACHE_SANITIZE)
     message(STATUS "libFuzzer targets: no clang, left out (REGCACHE_FUZZ)")
   else()
     include(ExternalProject)
+    # $(MAKE) shares make's job slots with the sub-build.
+    if(CMAKE_GENERATOR MATCHES "Make")
+      set(fuzz_build $(MAKE) fuzz-cache fuzz-index)
+    else()
+      set(fuzz_build ${CMAKE_COMMAND} --build <BINARY_DIR> --target fuzz-cache fuzz-index)
+    endif()
     set(fuzz_dir ${CMAKE_BINARY_DIR}/fuzz)
     # The library is shared and linked with --no-undefined: with clang
     # both it and the targets take the ASan runtime as a shared library.
@@ -67,7 +73,7 @@ elseif(REGCACHE_FUZZ AND NOT REGCACHE_SANITIZE)
                  -DREGCACHE_SANITIZE=address -DREGCACHE_FUZZ_TARGETS=ON
                  -DCMAKE_SHARED_LINKER_FLAGS=-shared-libasan
                  "-DCMAKE_EXE_LINKER_FLAGS=-shared-libasan -Wl,-rpath,${asan_rt_dir}"
-      BUILD_COMMAND ${CMAKE_COMMAND} --build <BINARY_DIR> --target fuzz-cache fuzz-index
+      BUILD_COMMAND ${fuzz_build}
       INSTALL_COMMAND ""
       BUILD_ALWAYS ON)
     set(fuzz_runs cache@bpf cache@userfaultfd cache@none index)
