@@ -553,32 +553,26 @@ static int get_passthrough(struct regcache *c, uintptr_t start, uintptr_t end,
 	return 0;
 }
 
-/* Under the lock: a live region that covers [start, end) with @access. */
-static struct rc_region *find_covering_locked(struct regcache *c,
-					      uintptr_t start, uintptr_t end,
-					      unsigned access)
+/* @r covers [start, end) with @access. */
+static bool covers(const struct rc_region *r, uintptr_t start, uintptr_t end,
+		   unsigned access)
 {
-	struct rc_region *r = rc_index_first_overlap(&c->index, start, end);
-
-	if (r && rc_load_relaxed(&r->start) <= start &&
-	    rc_load_relaxed(&r->end) >= end &&
-	    !(access & ~rc_load_relaxed(&r->access)))
-		return r;
-	return NULL;
+	return rc_region_start(r) <= start && rc_region_end(r) >= end &&
+	       !(access & ~rc_load_relaxed(&r->access));
 }
 
-/* The union of [*start, *end) and every live region it overlaps, so that
- * the new region can replace them all and the index stays non-overlapping. */
-static void widen_to_overlaps_locked(struct regcache *c, uintptr_t *start,
-				     uintptr_t *end, unsigned *access)
+/* The union of [*start, *end) and every live region it overlaps, the
+ * lowest of which is @r, so that the new region can replace them all and
+ * the index stays non-overlapping. */
+static void widen_to_overlaps_locked(struct regcache *c, struct rc_region *r,
+				     uintptr_t *start, uintptr_t *end,
+				     unsigned *access)
 {
-	struct rc_region *r = rc_index_first_overlap(&c->index, *start, *end);
-
-	for (; r; r = rc_index_first_overlap(&c->index, rc_load_relaxed(&r->end), *end)) {
-		if (rc_load_relaxed(&r->start) < *start)
-			*start = rc_load_relaxed(&r->start);
-		if (rc_load_relaxed(&r->end) > *end)
-			*end = rc_load_relaxed(&r->end);
+	for (; r; r = rc_index_next_overlap(&c->index, r, *end)) {
+		if (rc_region_start(r) < *start)
+			*start = rc_region_start(r);
+		if (rc_region_end(r) > *end)
+			*end = rc_region_end(r);
 		*access |= rc_load_relaxed(&r->access);
 	}
 }
@@ -589,15 +583,15 @@ static bool absorb_overlaps_locked(struct regcache *c, uintptr_t start,
 				   uintptr_t end, unsigned access,
 				   struct kill_batch *batch)
 {
-	struct rc_region *r;
+	struct rc_region *first = rc_index_first_overlap(&c->index, start, end);
+	struct rc_region *r, *next;
 
-	for (r = rc_index_first_overlap(&c->index, start, end); r;
-	     r = rc_index_first_overlap(&c->index, rc_load_relaxed(&r->end), end))
-		if (rc_load_relaxed(&r->start) < start ||
-		    rc_load_relaxed(&r->end) > end ||
+	for (r = first; r; r = rc_index_next_overlap(&c->index, r, end))
+		if (rc_region_start(r) < start || rc_region_end(r) > end ||
 		    (rc_load_relaxed(&r->access) & ~access))
 			return false;
-	while ((r = rc_index_first_overlap(&c->index, start, end))) {
+	for (r = first; r; r = next) {
+		next = rc_index_next_overlap(&c->index, r, end);
 		kill_locked(c, r, batch);
 		rc_fetch_add_relaxed(&c->st_merges, 1);
 	}
@@ -675,8 +669,10 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 		kill_batch_init(&batch);
 		pthread_mutex_lock(&c->lock);
 		sync_locked(c, &batch);
-		r = find_covering_locked(c, start, end, access);
-		if (r) {
+		/* Regions are whole pages: one that covers [start, end) is
+		 * the only one that overlaps its pages. */
+		r = rc_index_first_overlap(&c->index, pstart, pend);
+		if (r && covers(r, start, end, access)) {
 			uint32_t seq = rc_load_relaxed(&r->seq);
 
 			rc_index_hint_set(&c->index, start, r);
@@ -692,7 +688,8 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 			return 0;
 		}
 		if (merge)
-			widen_to_overlaps_locked(c, &ustart, &uend, &uaccess);
+			widen_to_overlaps_locked(c, r, &ustart, &uend,
+						 &uaccess);
 		pending.start = ustart;
 		pending.end = uend;
 		/* Subscribe before pinning (docs/design.md, rule 2): from here on any
