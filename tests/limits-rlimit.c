@@ -236,8 +236,6 @@ static int case_memlock(size_t max_bytes)
 		t_failures++;
 		regcache_put(c, held[0]);
 	} else {
-		/* Larger than the whole budget (3/4 of the limit): refused
-		 * at once, as include/regcache.h documents. */
 		printf("  1 MiB get: %s\n", strerror(-ret));
 		/* -E2BIG: more than the process's whole pinned-memory
 		 * budget, 3/4 of RLIMIT_MEMLOCK (include/regcache.h). */
