@@ -451,6 +451,35 @@ static void restore_memlock(const struct rlimit *was)
 			strerror(errno));
 }
 
+/* Free descriptors a load needs (maps, programs, links, the ring, libbpf's
+ * probes): it failed with 16 free and worked with 24 on Linux 6.18
+ * (tests/limits-rlimit.c); 32 leaves a margin. */
+#define RC_BPF_FDS_NEEDED 32
+
+/*
+ * After a failed load, with every descriptor of ours closed again: could
+ * the process not even open RC_BPF_FDS_NEEDED descriptors? libbpf's feature
+ * probes take running out of descriptors for a missing kernel feature and
+ * then fail the load with EINVAL, so the limit must be named here.
+ */
+static bool descriptors_scarce(void)
+{
+	int fds[RC_BPF_FDS_NEEDED];
+	bool scarce = false;
+	int n;
+
+	for (n = 0; n < RC_BPF_FDS_NEEDED; n++) {
+		fds[n] = open("/", O_PATH | O_CLOEXEC);
+		if (fds[n] < 0) {
+			scarce = errno == EMFILE || errno == ENFILE;
+			break;
+		}
+	}
+	while (n--)
+		close(fds[n]);
+	return scarce;
+}
+
 static int bpf_start(struct rc_monitor *mon)
 {
 	libbpf_print_fn_t old_print;
@@ -573,10 +602,12 @@ fail:
 		ret = -EINVAL;
 	if (ret == -ESRCH && out_of_memory_for_btf())
 		ret = -ENOMEM;
+	teardown(false);
+	if (ret != -EMFILE && descriptors_scarce())
+		ret = -EMFILE;
 	rc_info("eBPF monitor unavailable: %s%s%s" RC_BPF_SEE_INFO,
 		bpf_errno_hint(-ret), libbpf_last[0] ? "; libbpf said: " : "",
 		libbpf_last);
-	teardown(false);
 	return ret;
 }
 
