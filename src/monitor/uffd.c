@@ -634,8 +634,8 @@ static void uffd_unwatch(struct rc_monitor *mon, uintptr_t start,
  * mmap_changing *before* the pages change, and drops it only after our
  * read() returned the event. hit_probe() answers EAGAIN while it is raised
  * and touches nothing of the region, so its cost does not depend on the
- * region's size. A zero
- * answer proves that every change that began before it was read; an even
+ * region's size. A zero answer proves that every change that began before
+ * it was read; an even
  * generation afterwards proves it was also published, and the cache
  * re-checks its generation after this returns (cache.c:probe_hit).
  */
