@@ -75,6 +75,7 @@ static struct uffd_backend {
 	uintptr_t page;
 	char *sentinel;		/* one registered page, probed by validate */
 	bool zeropage_probe;	/* probe with UFFDIO_ZEROPAGE (cheaper) */
+	bool empty_probe;	/* hits probe an empty range (cheapest) */
 
 	/* Written by the monitor thread only. */
 	_Atomic uint64_t gen;		/* the hit path's word; odd from
@@ -399,6 +400,73 @@ static int probe(void)
 	return -errno;
 }
 
+/*
+ * The hit probe: UFFDIO_WRITEPROTECT of an empty range. The kernel reads
+ * mmap_changing before anything else and answers EAGAIN while it is
+ * raised; otherwise it copies the argument and rejects the empty range
+ * with EINVAL. No lock is taken and nothing is touched, so a hit pays
+ * little more than the syscall. Same answers as probe(); the fallback to
+ * probe() is for a kernel that checks in another order (empty_probe_works).
+ */
+static int hit_probe(void)
+{
+	struct uffdio_writeprotect wp = { .range = { 0, 0 }, .mode = 0 };
+
+	if (!uffd.empty_probe)
+		return probe();
+	if (!ioctl(uffd.fd, UFFDIO_WRITEPROTECT, &wp))
+		return -EPROTO;		/* an empty range cannot succeed */
+	return errno == EINVAL ? 0 : -errno;
+}
+
+static void *unmap_page(void *page)
+{
+	munmap(page, uffd.page);
+	return NULL;
+}
+
+/*
+ * Before the thread starts: watch a scratch page, let another thread unmap
+ * it, and require EAGAIN from the empty-range probe while the UNMAP event
+ * is queued and unread, and 0 once it was read and the munmap returned.
+ * Registered, the page's munmap queues an event and waits for our read,
+ * so the read below always ends the wait.
+ */
+static bool empty_probe_works(void)
+{
+	struct pollfd p = { .fd = uffd.fd, .events = POLLIN };
+	char *page = mmap(NULL, uffd.page, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct uffd_msg m;
+	pthread_t t;
+	bool ok;
+
+	uffd.empty_probe = true;
+	if (page == MAP_FAILED)
+		return false;
+	if (hit_probe() || uffd_register((uintptr_t)page,
+					 (uintptr_t)page + uffd.page)) {
+		munmap(page, uffd.page);
+		return false;
+	}
+	if (pthread_create(&t, NULL, unmap_page, page)) {
+		/* Unregister first: nobody would read its UNMAP event. */
+		struct uffdio_range r = { (uintptr_t)page, uffd.page };
+
+		if (!ioctl(uffd.fd, UFFDIO_UNREGISTER, &r))
+			munmap(page, uffd.page);
+		return false;
+	}
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	ok = hit_probe() == -EAGAIN;
+	while (read(uffd.fd, &m, sizeof(m)) < 0 &&
+	       (errno == EINTR || errno == EAGAIN))
+		poll(&p, 1, -1);
+	pthread_join(t, NULL);
+	return ok && hit_probe() == 0;
+}
+
 /* Unregister [start, end). A range that now also holds a file mapping or
  * another userfaultfd's VMA fails as a whole with EINVAL: then go VMA by
  * VMA and leave those alone (EINVAL for one VMA: it cannot be registered
@@ -564,11 +632,10 @@ static void uffd_unwatch(struct rc_monitor *mon, uintptr_t start,
  *
  * Every UNMAP, REMAP and REMOVE of a registered VMA raises the context's
  * mmap_changing *before* the pages change, and drops it only after our
- * read() returned the event. UFFDIO_WRITEPROTECT with mode 0 answers EAGAIN
- * while it is raised, and so does UFFDIO_ZEROPAGE (see register_sentinel());
- * on the sentinel page either is otherwise a no-op that touches nothing of
- * the region, so its cost does not depend on the region's size. A zero
- * answer proves that every change that began before it was read; an even
+ * read() returned the event. hit_probe() answers EAGAIN while it is raised
+ * and touches nothing of the region, so its cost does not depend on the
+ * region's size. A zero answer proves that every change that began before
+ * it was read; an even
  * generation afterwards proves it was also published, and the cache
  * re-checks its generation after this returns (cache.c:probe_hit).
  */
@@ -577,9 +644,12 @@ static int uffd_validate(struct rc_monitor *mon, uintptr_t start,
 {
 	(void)mon, (void)start, (void)end;
 	for (int i = 0; i < RC_UFFD_VALIDATE_SPINS; i++) {
-		int ret = probe();
+		int ret = hit_probe();
 
 		if (!ret) {
+			/* The kernel's load of mmap_changing before our load
+			 * of the generation (free on x86). */
+			atomic_thread_fence(memory_order_acquire);
 			/* Pairs with batch_begin(): the read that let
 			 * mmap_changing drop came after it. */
 			if (!(atomic_load_explicit(&uffd.gen,
@@ -739,6 +809,12 @@ static int uffd_start(struct rc_monitor *mon)
 			"needed)" RC_UFFD_SEE_INFO, strerror(-ret));
 		goto fail;
 	}
+	uffd.empty_probe = !getenv("REGCACHE_UFFD_SENTINEL_PROBE") &&
+			   empty_probe_works();
+	if (!uffd.empty_probe)
+		rc_debug("hits probe the sentinel page (%s)",
+			 uffd.zeropage_probe ? "UFFDIO_ZEROPAGE" :
+					       "UFFDIO_WRITEPROTECT");
 
 	atomic_store_explicit(&uffd.gen, 0, memory_order_relaxed);
 	atomic_store_explicit(&uffd.ready, 0, memory_order_relaxed);

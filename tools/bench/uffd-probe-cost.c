@@ -1,9 +1,11 @@
 /*
  * Description: userfaultfd monitor, numbers (not a pass/fail property): the
- * raw cost of the two candidate hit probes on a sentinel page, with one
- * thread and with two threads probing at once, against getppid() as the
- * syscall floor. UFFDIO_ZEROPAGE (what ->validate() uses) takes the VMA
- * lock; UFFDIO_WRITEPROTECT mode 0 takes the mmap lock. Argument: a scale.
+ * raw cost of the hit probes, with one thread and with two threads probing
+ * at once, against getppid() as the syscall floor. UFFDIO_WRITEPROTECT of
+ * an empty range (what ->validate() uses) fails right after the kernel's
+ * mmap_changing check and takes no lock; on a sentinel page (the
+ * fallback) UFFDIO_ZEROPAGE takes the VMA lock and UFFDIO_WRITEPROTECT
+ * mode 0 the mmap lock. Argument: a scale.
  */
 #include <sys/ioctl.h>
 #include <time.h>
@@ -31,12 +33,18 @@ static void *run(void *out)
 
 			if (!ioctl(fd, UFFDIO_ZEROPAGE, &z) || errno != EEXIST)
 				T_REQUIRE(!"ZEROPAGE probe did not answer EEXIST");
-		} else {
+		} else if (mode == 2) {
 			struct uffdio_writeprotect w = {
 				.range = { (uintptr_t)wpp, 4096 },
 			};
 
 			T_REQUIRE(ioctl(fd, UFFDIO_WRITEPROTECT, &w) == 0);
+		} else {
+			struct uffdio_writeprotect w = { .range = { 0, 0 } };
+
+			if (!ioctl(fd, UFFDIO_WRITEPROTECT, &w) ||
+			    errno != EINVAL)
+				T_REQUIRE(!"empty probe did not answer EINVAL");
 		}
 	}
 	*(double *)out = (now_ns() - t0) / n;
@@ -46,7 +54,8 @@ static void *run(void *out)
 int main(int argc, char **argv)
 {
 	static const char *const names[] = { "getppid()", "UFFDIO_ZEROPAGE",
-					     "UFFDIO_WRITEPROTECT" };
+					     "UFFDIO_WRITEPROTECT",
+					     "empty WRITEPROTECT" };
 	struct uffdio_api api = { .api = UFFD_API };
 	struct uffdio_register reg;
 
@@ -70,7 +79,7 @@ int main(int argc, char **argv)
 	reg.mode = UFFDIO_REGISTER_MODE_WP;
 	T_REQUIRE(ioctl(fd, UFFDIO_REGISTER, &reg) == 0);
 
-	for (mode = 0; mode < 3; mode++) {
+	for (mode = 0; mode < 4; mode++) {
 		double one, two[2];
 		pthread_t th[2];
 
