@@ -74,7 +74,10 @@ static struct uffd_backend {
 	pthread_t thread;
 	uintptr_t page;
 	char *sentinel;		/* one registered page, probed by validate */
-	bool zeropage_probe;	/* probe with UFFDIO_ZEROPAGE (cheaper) */
+	/* Probe with UFFDIO_ZEROPAGE (cheaper). The sweep may turn it off
+	 * (register_sentinel) while hits read it: relaxed atomics, since
+	 * either probe answers correctly. */
+	_Atomic bool zeropage_probe;
 	bool empty_probe;	/* hits probe an empty range (cheapest) */
 
 	/* Written by the monitor thread only. */
@@ -369,9 +372,10 @@ static int register_sentinel(void)
 		.mode = UFFDIO_REGISTER_MODE_WP | UFFDIO_REGISTER_MODE_MISSING,
 	};
 
-	if (uffd.zeropage_probe && !ioctl(uffd.fd, UFFDIO_REGISTER, &reg))
+	if (rc_load_relaxed(&uffd.zeropage_probe) &&
+	    !ioctl(uffd.fd, UFFDIO_REGISTER, &reg))
 		return 0;
-	uffd.zeropage_probe = false;
+	rc_store_relaxed(&uffd.zeropage_probe, false);
 	return uffd_register((uintptr_t)uffd.sentinel,
 			     (uintptr_t)uffd.sentinel + uffd.page);
 }
@@ -380,7 +384,7 @@ static int register_sentinel(void)
  * -EAGAIN when one is, another -errno when the probe itself failed. */
 static int probe(void)
 {
-	if (uffd.zeropage_probe) {
+	if (rc_load_relaxed(&uffd.zeropage_probe)) {
 		struct uffdio_zeropage z = {
 			.range = { (uintptr_t)uffd.sentinel, uffd.page },
 			.mode = UFFDIO_ZEROPAGE_MODE_DONTWAKE,
@@ -798,8 +802,9 @@ static int uffd_start(struct rc_monitor *mon)
 			"page: %s" RC_UFFD_SEE_INFO, strerror(-ret));
 		goto fail;
 	}
-	uffd.zeropage_probe = (api.ioctls & (1ull << _UFFDIO_ZEROPAGE)) &&
-			    !getenv("REGCACHE_UFFD_WP_PROBE");
+	rc_store_relaxed(&uffd.zeropage_probe,
+			 (api.ioctls & (1ull << _UFFDIO_ZEROPAGE)) &&
+				 !getenv("REGCACHE_UFFD_WP_PROBE"));
 	ret = register_sentinel();
 	if (!ret)
 		ret = probe();
@@ -813,7 +818,8 @@ static int uffd_start(struct rc_monitor *mon)
 			   empty_probe_works();
 	if (!uffd.empty_probe)
 		rc_debug("hits probe the sentinel page (%s)",
-			 uffd.zeropage_probe ? "UFFDIO_ZEROPAGE" :
+			 rc_load_relaxed(&uffd.zeropage_probe) ?
+				 "UFFDIO_ZEROPAGE" :
 					       "UFFDIO_WRITEPROTECT");
 
 	atomic_store_explicit(&uffd.gen, 0, memory_order_relaxed);
