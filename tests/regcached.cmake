@@ -1,0 +1,59 @@
+# Tests of the regcached daemon and its monitor backend. Each runs under
+# regcached-launch, which starts a private daemon as root on a private
+# socket and runs the program as uid 65534 with no capabilities (or as root
+# with ROOT, for tests that drop privileges themselves). Not root: skip.
+if(NOT TARGET regcached)
+  return()
+endif()
+
+add_executable(regcached-launch regcached-launch.c)
+target_compile_definitions(regcached-launch PRIVATE
+  RCD_DAEMON_PATH="$<TARGET_FILE:regcached>")
+add_dependencies(regcached-launch regcached)
+
+# regcached_add_test(NAME n SOURCES a.c ... [ROOT] [LIBS ...] [TIMEOUT s]
+#                    [DAEMON_ARGS ...] [RUNS "name:arg arg" ...])
+# RUNS: one CTest test per entry, named n-name, with the program's args;
+# without RUNS, one test n.
+function(regcached_add_test)
+  cmake_parse_arguments(T "ROOT" "NAME;TIMEOUT" "SOURCES;LIBS;DAEMON_ARGS;RUNS" ${ARGN})
+  if(NOT TARGET ${T_NAME})
+    add_executable(${T_NAME} ${T_SOURCES})
+    target_link_libraries(${T_NAME} PRIVATE regcache_test_helpers regcache ${T_LIBS})
+    target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  endif()
+  set(launch $<TARGET_FILE:regcached-launch>)
+  if(T_ROOT)
+    list(APPEND launch --root)
+  endif()
+  foreach(a ${T_DAEMON_ARGS})
+    list(APPEND launch --daemon-arg ${a})
+  endforeach()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  if(NOT T_RUNS)
+    set(T_RUNS "-:")
+  endif()
+  foreach(run ${T_RUNS})
+    string(REGEX MATCH "^([^:]*):(.*)$" _ "${run}")
+    set(suffix "${CMAKE_MATCH_1}")
+    separate_arguments(args UNIX_COMMAND "${CMAKE_MATCH_2}")
+    if(suffix STREQUAL "-")
+      set(name ${T_NAME})
+    else()
+      set(name ${T_NAME}-${suffix})
+    endif()
+    add_test(NAME ${name} COMMAND ${launch} -- $<TARGET_FILE:${T_NAME}> ${args})
+    set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77
+      TIMEOUT ${T_TIMEOUT} LABELS "regcached;monitor")
+  endforeach()
+endfunction()
+
+set(scenario_cases munmap mremap madvise uring_madvise map_fixed sbrk
+  free_malloc shmdt guard file_punch private_file overflow clone_vm int80)
+set(runs "")
+foreach(c ${scenario_cases})
+  list(APPEND runs "${c}:${c} plain" "${c}@restart:${c} restart" "${c}@dead:${c} dead")
+endforeach()
+regcached_add_test(NAME regcached-scenarios SOURCES regcached-scenarios.c RUNS ${runs})
