@@ -57,3 +57,11 @@ foreach(c ${scenario_cases})
   list(APPEND runs "${c}:${c} plain" "${c}@restart:${c} restart" "${c}@dead:${c} dead")
 endforeach()
 regcached_add_test(NAME regcached-scenarios SOURCES regcached-scenarios.c RUNS ${runs})
+regcached_add_test(NAME regcached-race SOURCES regcached-race.c
+  LIBS Threads::Threads TIMEOUT 300)
+# Attack tests speak the wire protocol by hand (regcached-wire.h).
+function(regcached_wire_test NAME)
+  regcached_add_test(NAME ${NAME} SOURCES ${NAME}.c ${ARGN})
+  target_include_directories(${NAME} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+endfunction()
+regcached_wire_test(regcached-hostile)
