@@ -9,12 +9,17 @@
 #define T_REGCACHED_WIRE_H
 
 #include <errno.h>
+#include <grp.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/bpf.h>
@@ -182,6 +187,60 @@ static inline long w_ring_drain(struct w_ring *r, uint64_t lo, uint64_t hi,
 		atomic_store(r->cons, c);
 	}
 	return n;
+}
+
+/* Become uid/gid 65534 with no capabilities (a forked child of a --root
+ * test). */
+static inline void w_drop_privileges(void)
+{
+	T_REQUIRE(setgroups(0, NULL) == 0);
+	T_REQUIRE(setresgid(65534, 65534, 65534) == 0);
+	T_REQUIRE(setresuid(65534, 65534, 65534) == 0);
+}
+
+/* Fork a child whose pid is @want (root: ns_last_pid), running @fn(@arg);
+ * returns its pid, or -1 if the pid could not be had in 20 tries. */
+static inline pid_t w_fork_at_pid(pid_t want, int (*fn)(void *), void *arg)
+{
+	for (int tries = 0; tries < 20; tries++) {
+		FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "w");
+		pid_t pid;
+
+		T_REQUIRE(f);
+		fprintf(f, "%d", (int)want - 1);
+		fclose(f);
+		pid = fork();
+		T_REQUIRE(pid >= 0);
+		if (pid == 0)
+			_exit(fn(arg));
+		if (pid == want)
+			return pid;
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	return -1;
+}
+
+/* munmap a page at @addr over and over for @ms (a process whose unmaps an
+ * attacker would like to read). */
+static inline int w_unmap_loop(uintptr_t addr, int ms)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		char *p = mmap((void *)addr, 4096, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS |
+			       MAP_FIXED_NOREPLACE, -1, 0);
+
+		if (p != (char *)addr)
+			return 1;
+		p[0] = 1;
+		munmap(p, 4096);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 +
+		 (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	return 0;
 }
 
 #endif /* T_REGCACHED_WIRE_H */
