@@ -69,3 +69,5 @@ regcached_wire_test(regcached-pid-reuse ROOT)
 regcached_wire_test(regcached-client-exit ROOT)
 regcached_wire_test(regcached-ring-isolation ROOT)
 regcached_wire_test(regcached-watch-unopenable ROOT)
+regcached_wire_test(regcached-flood ROOT DAEMON_ARGS --max-per-user 16
+  --max-files-per-user 8)
