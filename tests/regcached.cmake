@@ -71,3 +71,23 @@ regcached_wire_test(regcached-ring-isolation ROOT)
 regcached_wire_test(regcached-watch-unopenable ROOT)
 regcached_wire_test(regcached-flood ROOT DAEMON_ARGS --max-per-user 16
   --max-files-per-user 8)
+
+# A second, static copy of the library inside a shared object: the core
+# and the regcached backend (the in-process backends are stubs there).
+set(copy_srcs cache.c region.c index.c evict.c stats.c log.c monitor.c
+  monitor/none.c monitor/regcached.c monitor/ring.c monitor/vma.c
+  registrar/io_uring.c)
+list(TRANSFORM copy_srcs PREPEND ${PROJECT_SOURCE_DIR}/src/)
+add_library(regcache_copy STATIC ${copy_srcs})
+target_include_directories(regcache_copy PUBLIC ${PROJECT_SOURCE_DIR}/include
+  PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(regcache_copy PUBLIC PkgConfig::URING Threads::Threads)
+add_library(regcache_copy_test_helpers STATIC helpers.c)
+target_link_libraries(regcache_copy_test_helpers PUBLIC regcache_copy)
+set_target_properties(regcache_copy regcache_copy_test_helpers PROPERTIES
+  POSITION_INDEPENDENT_CODE ON)
+add_library(regcached-copy-helper SHARED regcached-copy-helper.c)
+target_link_libraries(regcached-copy-helper PRIVATE regcache_copy_test_helpers)
+target_link_options(regcached-copy-helper PRIVATE -Wl,--exclude-libs,ALL)
+regcached_add_test(NAME regcached-two-copies SOURCES regcached-two-copies.c
+  LIBS regcached-copy-helper)
