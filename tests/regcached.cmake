@@ -91,3 +91,12 @@ target_link_libraries(regcached-copy-helper PRIVATE regcache_copy_test_helpers)
 target_link_options(regcached-copy-helper PRIVATE -Wl,--exclude-libs,ALL)
 regcached_add_test(NAME regcached-two-copies SOURCES regcached-two-copies.c
   LIBS regcached-copy-helper)
+regcached_add_test(NAME regcached-namespaces SOURCES regcached-namespaces.c ROOT
+  RUNS "munmap:$<TARGET_FILE:regcached-scenarios> munmap"
+       "madvise:$<TARGET_FILE:regcached-scenarios> madvise")
+regcached_add_test(NAME regcached-startup SOURCES regcached-startup.c)
+add_executable(regcached-refuse regcached-refuse.c)
+target_link_libraries(regcached-refuse PRIVATE regcache_test_helpers regcache)
+add_test(NAME regcached-refuse COMMAND regcached-refuse $<TARGET_FILE:regcached>)
+set_tests_properties(regcached-refuse PROPERTIES SKIP_RETURN_CODE 77
+  LABELS "regcached")
