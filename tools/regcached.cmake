@@ -17,3 +17,8 @@ target_include_directories(regcached PRIVATE ${PROJECT_SOURCE_DIR}/src
 target_link_libraries(regcached PRIVATE PkgConfig::LIBBPF)
 include(GNUInstallDirs)
 install(TARGETS regcached RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
+
+# regcached-bench: the daemon's costs against the in-process bpf monitor.
+add_executable(regcached-bench ${CMAKE_CURRENT_LIST_DIR}/regcached-bench.c)
+target_link_libraries(regcached-bench PRIVATE regcache PkgConfig::URING)
+add_dependencies(regcached-bench regcached)
