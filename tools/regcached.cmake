@@ -9,8 +9,9 @@ add_executable(regcached ${CMAKE_CURRENT_LIST_DIR}/regcached.c
   ${PROJECT_SOURCE_DIR}/src/daemon/server.c
   ${PROJECT_SOURCE_DIR}/src/daemon/clients.c
   ${PROJECT_SOURCE_DIR}/src/daemon/bpf_set.c
-  ${PROJECT_SOURCE_DIR}/src/daemon/log.c
-  ${REGCACHE_BPF_OUT}/rc_node.skel.h)
+  ${PROJECT_SOURCE_DIR}/src/daemon/log.c)
+# The skeleton is generated in the top directory's scope: depend on its
+# target rather than list the file (a fresh configure would not know it).
 add_dependencies(regcached regcache_node_skel)
 target_include_directories(regcached PRIVATE ${PROJECT_SOURCE_DIR}/src
   ${REGCACHE_BPF_OUT} ${PROJECT_SOURCE_DIR}/src/monitor/bpf)
