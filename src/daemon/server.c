@@ -712,8 +712,23 @@ int rcd_server_run(const struct rcd_server_opts *o)
 	}
 	while (s.table.procs)
 		rcd_proc_remove(&s.table, s.table.procs);
+	while (s.table.users) {
+		struct rcd_user *u = s.table.users;
+
+		s.table.users = u->next;
+		free(u);
+	}
+	for (unsigned i = 0; i < s.nregs; i++) {
+		close(s.regs[i].pidfd);
+		if (s.regs[i].resume_fd >= 0)
+			close(s.regs[i].resume_fd);
+	}
+	free(s.regs);
+	free(s.dels);
 	if (o->listen_fd < 0)
 		unlink(o->socket_path);
 	close(s.listen_fd);
+	close(s.signal_fd);
+	close(s.ep);
 	return 0;
 }
