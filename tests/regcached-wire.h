@@ -222,7 +222,8 @@ static inline pid_t w_fork_at_pid(pid_t want, int (*fn)(void *), void *arg)
 }
 
 /* munmap a page at @addr over and over for @ms (a process whose unmaps an
- * attacker would like to read). */
+ * attacker would like to read). The tests' addresses are above 0x6000...
+ * so that they are free under ASan too (its shadow gap is lower). */
 static inline int w_unmap_loop(uintptr_t addr, int ms)
 {
 	struct timespec t0, t;
