@@ -39,8 +39,11 @@ const struct rc_monitor_ops rc_monitor_bpf_ops;
 const struct rc_monitor_ops rc_monitor_uffd_ops;
 #endif
 
-/* In the order "auto" tries them. A backend not built has no ->start. */
+/* In the order "auto" tries them. A backend not built has no ->start.
+ * regcached first: one program set for the whole node, no privilege, and
+ * no syscall tax for other processes beyond the one the daemon pays. */
 static const struct rc_monitor_ops *const backends[] = {
+	&rc_monitor_regcached_ops,
 	&rc_monitor_bpf_ops,
 	&rc_monitor_uffd_ops,
 	&rc_monitor_none_ops,
@@ -137,8 +140,9 @@ static void start_backend(void)
 				want, strerror(-ret));
 	}
 	if (!known)
-		rc_warn("REGCACHE_MONITOR=%s is unknown (use auto, bpf, "
-			"userfaultfd or none); registrations will not be cached",
+		rc_warn("REGCACHE_MONITOR=%s is unknown (use auto, regcached, "
+			"bpf, userfaultfd or none); registrations will not be "
+			"cached",
 			want);
 	reset_queue();
 	set_ops(&rc_monitor_none_ops);

@@ -62,6 +62,23 @@ function(regcache_bpf_backend)
     COMMENT "bpftool gen skeleton rc_monitor"
     VERBATIM)
   add_custom_target(regcache_bpf_skel DEPENDS ${out}/rc_monitor.skel.h)
+  # The node variant of the same programs, loaded once per node by the
+  # regcached daemon (tools/regcached.cmake).
+  add_custom_command(OUTPUT ${out}/rc_node.bpf.o
+    COMMAND ${REGCACHE_CLANG} -target bpf -O2 -g -D__TARGET_ARCH_${arch}
+            -DRC_NODE -Wall -Werror -I${out} -I${src} ${LIBBPF_CFLAGS}
+            -c ${src}/rc_monitor.bpf.c -o ${out}/rc_node.bpf.o
+    DEPENDS ${src}/rc_monitor.bpf.c ${src}/rc_bpf_abi.h ${out}/vmlinux.h
+    COMMENT "clang -target bpf -DRC_NODE rc_monitor.bpf.c"
+    VERBATIM)
+  add_custom_command(OUTPUT ${out}/rc_node.skel.h
+    COMMAND ${REGCACHE_BPFTOOL} gen skeleton ${out}/rc_node.bpf.o name rc_node_bpf > ${out}/rc_node.skel.h.tmp
+    COMMAND ${CMAKE_COMMAND} -E rename ${out}/rc_node.skel.h.tmp ${out}/rc_node.skel.h
+    DEPENDS ${out}/rc_node.bpf.o
+    COMMENT "bpftool gen skeleton rc_node"
+    VERBATIM)
+  add_custom_target(regcache_node_skel DEPENDS ${out}/rc_node.skel.h)
+  set(REGCACHE_BPF_OUT ${out} PARENT_SCOPE)
 
   target_sources(regcache PRIVATE src/monitor/bpf.c src/monitor/bpf_files.c
     ${out}/rc_monitor.skel.h)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The contract between the process-wide monitor (src/monitor.c) and its
- * backends (src/monitor/{bpf,uffd,none}.c).
+ * backends (src/monitor/{regcached,bpf,uffd,none}.c).
  *
  * A backend learns from the kernel that pages behind some virtual range have
  * changed (unmap, remap, madvise, ...) and *publishes* that range with
@@ -46,7 +46,7 @@ struct rc_monitor_caps {
  * ->pull(), which must therefore never allocate, free, unmap or block on
  * anything the unmapping path may hold.
  *
- * @name:     "bpf", "userfaultfd" or "none".
+ * @name:     "regcached", "bpf", "userfaultfd" or "none".
  * @start:    begin monitoring this process. Called once, with the monitor
  *            lock held, before any other op. Sets mon->caps, may point
  *            mon->gen at its own generation word (the hit path reads
@@ -142,5 +142,6 @@ rc_hidden void rc_monitor_publish_all(struct rc_monitor *mon);
 extern rc_hidden const struct rc_monitor_ops rc_monitor_none_ops;
 extern rc_hidden const struct rc_monitor_ops rc_monitor_uffd_ops;
 extern rc_hidden const struct rc_monitor_ops rc_monitor_bpf_ops;
+extern rc_hidden const struct rc_monitor_ops rc_monitor_regcached_ops;
 
 #endif /* RC_MONITOR_BACKEND_H */

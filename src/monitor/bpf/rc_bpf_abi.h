@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ABI between the BPF programs (rc_monitor.bpf.c) and the user-space
- * backend (src/monitor/bpf.c): map sizes and the layout of every map value
+ * The ABI between the BPF programs (rc_monitor.bpf.c) and user space: the
+ * in-process backend (src/monitor/bpf.c) and, for the node variant built
+ * with RC_NODE, the regcached daemon (src/daemon/) and its clients
+ * (src/monitor/regcached.c). Map sizes and the layout of every map value
  * and ring record. Included by both sides, so only fixed-width types.
  */
 #ifndef RC_BPF_ABI_H
@@ -53,5 +55,48 @@ struct rc_bpf_file {
 	__u64 pgoff_lo;
 	__u64 pgoff_hi;
 };
+
+/* ---- node variant (regcached): one program set serves every client ---- */
+
+/* Client processes one daemon serves, and library copies (a static and a
+ * shared libregcache, say) per process: each copy has its own ring. */
+#define RC_BPF_NODE_MAX_PROCS 4096
+#define RC_BPF_NODE_SLOTS 4
+/* Processes that may watch one file at the same time. */
+#define RC_BPF_NODE_FILE_WATCHERS 8
+
+/* procs[{tgid, slot}]: the ring of one library copy of process tgid. */
+struct rc_bpf_node_key {
+	__u32 tgid;
+	__u32 slot;
+};
+
+/* procs_state[tgid] in the node variant. */
+struct rc_bpf_node_proc {
+	__u64 drops;	/* records that did not fit in a ring */
+	__u64 mm;	/* the process's mm_struct, learned at the first event */
+	__u32 slots;	/* bit i: procs[{tgid, i}] receives records */
+	__u32 pad;
+};
+
+/* files[{dev, ino}] in the node variant: up to RC_BPF_NODE_FILE_WATCHERS
+ * processes watch pages [pgoff_lo, pgoff_hi) of the file; tgid 0 is free. */
+struct rc_bpf_node_watcher {
+	__u32 tgid;
+	__u32 pad;
+	__u64 pgoff_lo;
+	__u64 pgoff_hi;
+};
+
+struct rc_bpf_node_file {
+	struct rc_bpf_node_watcher w[RC_BPF_NODE_FILE_WATCHERS];
+};
+
+/* The record {start = ~0, end = 0} (never a valid range) in a client's
+ * ring: the daemon is gone or has dropped this client; stop trusting the
+ * cache before the next hit. Written by the programs (daemon exit, or on
+ * the daemon's request) into room that normal records never use. */
+#define RC_BPF_DEAD_START (~0ULL)
+#define RC_BPF_DEAD_END 0ULL
 
 #endif /* RC_BPF_ABI_H */

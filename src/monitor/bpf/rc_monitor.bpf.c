@@ -21,9 +21,15 @@
  * a record is always read before the generation it moved is adopted.
  *
  * Every map is keyed by the global tgid (bpf_get_current_pid_tgid(), which
- * bpf.c learns at start: getpid() is namespace-local) so that one loaded
- * set of programs could serve many processes; today each process loads its
- * own set.
+ * bpf.c learns at start: getpid() is namespace-local).
+ *
+ * Built twice. Without RC_NODE: the in-process monitor, one set per process
+ * (src/monitor/bpf.c). With RC_NODE: the node variant that the regcached
+ * daemon loads once for every client (docs/regcached.md): rings are keyed
+ * by {tgid, slot} so that several copies of the library in one process each
+ * have one, several processes may watch one file, a process's state goes
+ * away in-kernel when it exits, and the daemon's own exit writes a DEAD
+ * record into every client ring.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -80,6 +86,21 @@ struct rc_ring {
 	__uint(max_entries, RC_BPF_RING_BYTES);
 };
 
+#ifdef RC_NODE
+#define RC_PROCS_MAX RC_BPF_NODE_MAX_PROCS
+typedef struct rc_bpf_node_proc rc_proc_t;
+
+/* {tgid, slot} -> the ring of one library copy (inserted by the daemon) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__uint(max_entries, RC_BPF_NODE_MAX_PROCS * RC_BPF_NODE_SLOTS);
+	__type(key, struct rc_bpf_node_key);
+	__array(values, struct rc_ring);
+} procs SEC(".maps");
+#else
+#define RC_PROCS_MAX RC_BPF_MAX_PROCS
+typedef struct rc_bpf_proc rc_proc_t;
+
 /* tgid -> that process's ring buffer (created and inserted by bpf.c) */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
@@ -87,19 +108,20 @@ struct {
 	__type(key, __u32);
 	__array(values, struct rc_ring);
 } procs SEC(".maps");
+#endif
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, RC_BPF_MAX_PROCS);
+	__uint(max_entries, RC_PROCS_MAX);
 	__type(key, __u32);
-	__type(value, struct rc_bpf_proc);
+	__type(value, rc_proc_t);
 } procs_state SEC(".maps");
 
 /* mm_struct -> tgid: a clone(CLONE_VM) child that is not a thread has its
  * own tgid but changes our address space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, RC_BPF_MAX_PROCS);
+	__uint(max_entries, RC_PROCS_MAX);
 	__type(key, __u64);
 	__type(value, __u32);
 } mms SEC(".maps");
@@ -115,7 +137,11 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, RC_BPF_MAX_FILES);
 	__type(key, struct rc_bpf_file_key);
+#ifdef RC_NODE
+	__type(value, struct rc_bpf_node_file);
+#else
 	__type(value, struct rc_bpf_file);
+#endif
 } files SEC(".maps");
 
 /* Threads with an entry in `pending`: lets the exit and lock hooks, which
@@ -135,36 +161,41 @@ __u64 learned_mm = 0;
 /* Bytes kept free at the end of a ring (set by bpf.c before loading, see
  * bpf_start): once fewer are free, every record is "everything". */
 const volatile __u64 headroom = 0;
+/* Bytes at the very end of a ring that only a DEAD record may use (node
+ * variant; 0 in-process). Set before loading like headroom, and as large:
+ * at most one record per CPU and nesting level can pass the check below
+ * before the ring crosses it, so the DEAD record always fits. */
+const volatile __u64 dead_room = 0;
 
 static __always_inline void count_drop(__u32 tgid)
 {
-	struct rc_bpf_proc *p = bpf_map_lookup_elem(&procs_state, &tgid);
+	rc_proc_t *p = bpf_map_lookup_elem(&procs_state, &tgid);
 
 	if (p)
 		__sync_fetch_and_add(&p->drops, 1);
 }
 
-/* Push one record. Reserving moves the producer position (the generation);
- * the consumer waits for the commit before it reads past it. */
-static __always_inline void emit(__u32 tgid, __u64 start, __u64 end)
+/* Push one record into one ring. Reserving moves the producer position (the
+ * generation); the consumer waits for the commit before it reads past it. */
+static __always_inline void emit_ring(void *ring, __u32 tgid, __u64 start,
+				      __u64 end)
 {
 	struct rc_bpf_range *rec;
-	void *ring;
+	__u64 used = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
 
-	if (start >= end)
-		return;
-	ring = bpf_map_lookup_elem(&procs, &tgid);
-	if (!ring)
-		return;
 	/* Nearly full: publish "everything" instead of the range. A record
 	 * that still fails to fit then always finds an unconsumed
 	 * "everything" record ahead of it in the ring (only records whose
 	 * check ran before the ring crossed the threshold, at most one per
 	 * CPU and nesting level, can be normal ones), so its loss is covered
 	 * even if a pull reads `drops` before count_drop below runs
-	 * (docs/monitor-bpf.md, Overflow). */
-	if (bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >=
-	    RC_BPF_RING_BYTES - headroom) {
+	 * (docs/monitor-bpf.md, Overflow). The last dead_room bytes are
+	 * never reserved here: they are the DEAD record's. */
+	if (used + dead_room >= RC_BPF_RING_BYTES) {
+		count_drop(tgid);
+		return;
+	}
+	if (used >= RC_BPF_RING_BYTES - dead_room - headroom) {
 		start = 0;
 		end = ~0ULL;
 	}
@@ -182,18 +213,58 @@ static __always_inline void emit(__u32 tgid, __u64 start, __u64 end)
 	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
 }
 
+/* Push [start, end) to every ring of process tgid. */
+static __always_inline void emit(__u32 tgid, __u64 start, __u64 end)
+{
+	void *ring;
+
+	if (start >= end)
+		return;
+#ifdef RC_NODE
+	struct rc_bpf_node_key key = { .tgid = tgid };
+	rc_proc_t *p = bpf_map_lookup_elem(&procs_state, &tgid);
+	__u32 slots;
+
+	if (!p)
+		return;
+	slots = p->slots;
+#pragma unroll
+	for (__u32 i = 0; i < RC_BPF_NODE_SLOTS; i++) {
+		if (!(slots & (1u << i)))
+			continue;
+		key.slot = i;
+		ring = bpf_map_lookup_elem(&procs, &key);
+		if (ring)
+			emit_ring(ring, tgid, start, end);
+	}
+#else
+	ring = bpf_map_lookup_elem(&procs, &tgid);
+	if (ring)
+		emit_ring(ring, tgid, start, end);
+#endif
+}
+
 /* The tgid whose address space the current task changes, or 0. */
 static __always_inline __u32 monitored(struct task_struct *task)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct rc_bpf_proc *p;
+	rc_proc_t *p;
 	__u64 mm;
 	__u32 *owner;
 
 	p = bpf_map_lookup_elem(&procs_state, &tgid);
 	if (p) {
-		if (!p->mm)
+		if (!p->mm) {
 			p->mm = (__u64)BPF_CORE_READ(task, mm);
+#ifdef RC_NODE
+			/* In-process, bpf.c fills mms after its self-test;
+			 * a client of the daemon cannot write maps. */
+			mm = p->mm;
+			if (mm)
+				bpf_map_update_elem(&mms, &mm, &tgid,
+						    BPF_NOEXIST);
+#endif
+		}
 		return tgid;
 	}
 	mm = (__u64)BPF_CORE_READ(task, mm);
@@ -395,6 +466,63 @@ static __always_inline bool native_relevant(long id)
 	return false;
 }
 
+#ifdef RC_NODE
+/* Global tgid of the daemon, set after load. */
+__u64 daemon_tgid = 0;
+/* The daemon asks for DEAD records with madvise(0, 0, tomb_cookie) after
+ * setting tomb_tgid (0: every client) and tomb_slots: before it drops a
+ * live client and before a clean stop detaches the programs. */
+__u64 tomb_cookie = 0;
+__u32 tomb_tgid = 0;
+__u32 tomb_slots = 0;
+__u64 n_tombstones = 0;
+
+struct tomb_ctx {
+	__u32 tgid;
+	__u32 slots;
+};
+
+/* Write DEAD into every ring of one client. Uses the dead_room that
+ * emit_ring() never touches, so it fits unless the client moved its own
+ * consumer position (which only harms itself). */
+static long tomb_one(struct bpf_map *map, __u32 *key, rc_proc_t *val,
+		     struct tomb_ctx *ctx)
+{
+	struct rc_bpf_node_key rk = { .tgid = *key };
+	struct rc_bpf_range *rec;
+	void *ring;
+
+	if (ctx->tgid && ctx->tgid != *key)
+		return 0;
+#pragma unroll
+	for (__u32 i = 0; i < RC_BPF_NODE_SLOTS; i++) {
+		if (!(val->slots & ctx->slots & (1u << i)))
+			continue;
+		rk.slot = i;
+		ring = bpf_map_lookup_elem(&procs, &rk);
+		if (!ring)
+			continue;
+		rec = bpf_ringbuf_reserve(ring, sizeof(*rec), 0);
+		if (!rec) {
+			__sync_fetch_and_add(&val->drops, 1);
+			continue;
+		}
+		rec->start = RC_BPF_DEAD_START;
+		rec->end = RC_BPF_DEAD_END;
+		bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+		__sync_fetch_and_add(&n_tombstones, 1);
+	}
+	return 0;
+}
+
+static __always_inline void tombstone(__u32 tgid, __u32 slots)
+{
+	struct tomb_ctx ctx = { .tgid = tgid, .slots = slots };
+
+	bpf_for_each_map_elem(&procs_state, tomb_one, &ctx, 0);
+}
+#endif
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(rc_sys_enter, struct pt_regs *regs, long id)
 {
@@ -430,6 +558,14 @@ int BPF_PROG(rc_sys_enter, struct pt_regs *regs, long id)
 		learned_tgid = bpf_get_current_pid_tgid() >> 32;
 		return 0;
 	}
+#ifdef RC_NODE
+	if (id == NR_madvise && tomb_cookie && !compat &&
+	    BPF_CORE_READ(regs, dx) == tomb_cookie &&
+	    bpf_get_current_pid_tgid() >> 32 == daemon_tgid) {
+		tombstone(tomb_tgid, tomb_slots);
+		return 0;
+	}
+#endif
 	tgid = monitored(task);
 	if (!tgid)
 		return 0;
@@ -549,7 +685,11 @@ SEC("tp_btf/mm_filemap_delete_from_page_cache")
 int BPF_PROG(rc_filemap_delete, struct folio *folio)
 {
 	struct rc_bpf_file_key key = {};
+#ifdef RC_NODE
+	struct rc_bpf_node_file *f;
+#else
 	struct rc_bpf_file *f;
+#endif
 	struct inode *host;
 	__u64 index;
 
@@ -564,9 +704,53 @@ int BPF_PROG(rc_filemap_delete, struct folio *folio)
 	if (!f)
 		return 0;
 	index = BPF_CORE_READ(folio, index);
+#ifdef RC_NODE
+#pragma unroll
+	for (int i = 0; i < RC_BPF_NODE_FILE_WATCHERS; i++) {
+		struct rc_bpf_node_watcher *w = &f->w[i];
+
+		/* A large folio may start before the watched range. */
+		if (!w->tgid || index + 512 <= w->pgoff_lo ||
+		    index >= w->pgoff_hi)
+			continue;
+		emit(w->tgid, 0, ~0ULL);
+	}
+#else
 	/* A large folio may start before the watched range. */
 	if (index + 512 <= f->pgoff_lo || index >= f->pgoff_hi)
 		return 0;
 	emit(f->tgid, 0, ~0ULL);
+#endif
 	return 0;
 }
+
+#ifdef RC_NODE
+/* A client's last thread exits: stop routing its tgid (and mm) at once,
+ * before the tgid can be reused. Programs may only look up in a
+ * map-in-map, so the daemon drops procs[{tgid, *}] when the client's pidfd
+ * reports the exit. When the daemon itself exits (SIGKILL included: this
+ * runs before exit_files() closes its links), every client gets DEAD. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(rc_proc_exit, struct task_struct *task, bool group_dead)
+{
+	__u32 tgid;
+	rc_proc_t *p;
+	__u64 mm;
+
+	if (!group_dead)
+		return 0;
+	tgid = BPF_CORE_READ(task, tgid);
+	if (daemon_tgid && tgid == daemon_tgid) {
+		tombstone(0, ~0u);
+		return 0;
+	}
+	p = bpf_map_lookup_elem(&procs_state, &tgid);
+	if (!p)
+		return 0;
+	mm = p->mm;
+	if (mm)
+		bpf_map_delete_elem(&mms, &mm);
+	bpf_map_delete_elem(&procs_state, &tgid);
+	return 0;
+}
+#endif

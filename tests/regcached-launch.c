@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CTest command of every regcached-* test:
+ *
+ *   regcached-launch [--root] [--daemon-arg ARG]... -- PROGRAM [ARG]...
+ *
+ * As root, starts a private regcached (the real daemon, real BPF) on a
+ * socket in a fresh directory, then runs PROGRAM with REGCACHE_MONITOR=
+ * regcached and REGCACHE_SOCKET pointing at it: as uid/gid 65534 with no
+ * capabilities and an 8 MiB memlock limit, unless --root. Exits with
+ * PROGRAM's status; a daemon that dies on its own, or stops with an error,
+ * fails the test. Not root: exit 77 with the reason.
+ *
+ * Control channel: fd $RCD_TEST_CONTROL; the program writes one byte and
+ * reads one back ('+' done, '-' failed): 'K' SIGKILL the daemon, 'S' start
+ * it again (same socket), 'T' SIGTERM it. So an unprivileged test can kill
+ * and restart a root daemon at a moment of its choosing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <grp.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef RCD_DAEMON_PATH
+#error "RCD_DAEMON_PATH: the regcached binary"
+#endif
+
+static char dir[64] = "/tmp/regcached-test.XXXXXX";
+static char sock_path[108];
+static const char *daemon_args[16];
+static int ndaemon_args;
+static pid_t daemon_pid = -1;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static bool socket_answers(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	strcpy(sa.sun_path, sock_path);
+	ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* Start the daemon and wait until its socket answers. */
+static int start_daemon(void)
+{
+	const char *argv[24];
+	int n = 0, status;
+	double t0 = now_s();
+
+	argv[n++] = RCD_DAEMON_PATH;
+	argv[n++] = "--socket";
+	argv[n++] = sock_path;
+	argv[n++] = "-v";
+	for (int i = 0; i < ndaemon_args; i++)
+		argv[n++] = daemon_args[i];
+	argv[n] = NULL;
+	unlink(sock_path);
+	daemon_pid = fork();
+	if (daemon_pid < 0)
+		return -errno;
+	if (daemon_pid == 0) {
+		/* Never outlive the launcher (a CTest timeout kills it). */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		execv(argv[0], (char **)argv);
+		perror(argv[0]);
+		_exit(127);
+	}
+	while (now_s() - t0 < 10) {
+		if (waitpid(daemon_pid, &status, WNOHANG) == daemon_pid) {
+			daemon_pid = -1;
+			fprintf(stderr, "regcached-launch: the daemon exited "
+				"at start (status %#x)\n", status);
+			return -ECHILD;
+		}
+		if (socket_answers())
+			return 0;
+		usleep(2000);
+	}
+	fprintf(stderr, "regcached-launch: the daemon did not answer in 10 s\n");
+	return -ETIMEDOUT;
+}
+
+/* Stop the daemon with @sig; returns its wait status. */
+static int stop_daemon(int sig)
+{
+	int status = 0;
+
+	if (daemon_pid < 0)
+		return 0;
+	kill(daemon_pid, sig);
+	waitpid(daemon_pid, &status, 0);
+	daemon_pid = -1;
+	return status;
+}
+
+static void drop_privileges(void)
+{
+	struct rlimit rl = { 8 << 20, 8 << 20 };
+
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) ||
+	    setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+		perror("regcached-launch: dropping privileges");
+		_exit(1);
+	}
+	/* setresuid away from 0 cleared every capability set. */
+}
+
+static int serve_control(int ctl)
+{
+	char cmd, ok = '+';
+	int status;
+
+	if (read(ctl, &cmd, 1) != 1)
+		return -1;
+	switch (cmd) {
+	case 'K':
+		status = stop_daemon(SIGKILL);
+		fprintf(stderr, "regcached-launch: daemon killed (SIGKILL)\n");
+		if (!WIFSIGNALED(status))
+			ok = '-';
+		break;
+	case 'T':
+		status = stop_daemon(SIGTERM);
+		fprintf(stderr, "regcached-launch: daemon stopped (SIGTERM)\n");
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			ok = '-';
+		break;
+	case 'S':
+		if (start_daemon())
+			ok = '-';
+		else
+			fprintf(stderr, "regcached-launch: daemon started "
+				"again\n");
+		break;
+	default:
+		ok = '-';
+	}
+	return write(ctl, &ok, 1) == 1 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	bool as_root = false;
+	int i, sv[2], status = 0, dstatus, pidfd;
+	pid_t test;
+	char fdbuf[16];
+
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "--root"))
+			as_root = true;
+		else if (!strcmp(argv[i], "--daemon-arg") && i + 1 < argc &&
+			 ndaemon_args < 15)
+			daemon_args[ndaemon_args++] = argv[++i];
+	}
+	if (i + 1 >= argc) {
+		fprintf(stderr, "usage: regcached-launch [--root] "
+			"[--daemon-arg ARG]... -- PROGRAM [ARG]...\n");
+		return 2;
+	}
+	argv += i + 1;
+	if (geteuid() != 0) {
+		printf("SKIP: starting a private regcached needs root (the "
+		       "test itself runs as uid 65534)\n");
+		return 77;
+	}
+	if (!mkdtemp(dir) || chmod(dir, 0755)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(sock_path, sizeof(sock_path), "%s/regcached.sock", dir);
+	if (start_daemon()) {
+		rmdir(dir);
+		printf("SKIP: regcached cannot start here (its log above says "
+		       "why)\n");
+		return 77;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
+		perror("socketpair");
+		return 1;
+	}
+	snprintf(fdbuf, sizeof(fdbuf), "%d", sv[1]);
+	test = fork();
+	if (test == 0) {
+		close(sv[0]);
+		setenv("REGCACHE_MONITOR", "regcached", 0);
+		setenv("REGCACHE_SOCKET", sock_path, 1);
+		setenv("RCD_TEST_CONTROL", fdbuf, 1);
+		if (!as_root)
+			drop_privileges();
+		execv(argv[0], argv);
+		perror(argv[0]);
+		_exit(127);
+	}
+	close(sv[1]);
+	pidfd = (int)syscall(SYS_pidfd_open, test, 0);
+	for (;;) {
+		struct pollfd p[2] = { { .fd = pidfd, .events = POLLIN },
+				       { .fd = sv[0], .events = POLLIN } };
+
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents)
+			break;
+		if (p[1].revents && serve_control(sv[0]))
+			p[1].fd = -1;
+		if (daemon_pid > 0 && waitpid(daemon_pid, &dstatus, WNOHANG) ==
+					      daemon_pid) {
+			fprintf(stderr, "regcached-launch: FAIL: the daemon "
+				"died on its own (status %#x)\n", dstatus);
+			daemon_pid = -1;
+			status = 1;
+		}
+	}
+	waitpid(test, &i, 0);
+	if (daemon_pid > 0) {
+		dstatus = stop_daemon(SIGTERM);
+		if (!WIFEXITED(dstatus) || WEXITSTATUS(dstatus)) {
+			fprintf(stderr, "regcached-launch: FAIL: the daemon "
+				"stopped with status %#x\n", dstatus);
+			status = 1;
+		}
+	}
+	unlink(sock_path);
+	rmdir(dir);
+	if (WIFSIGNALED(i)) {
+		fprintf(stderr, "regcached-launch: the test died of signal %d\n",
+			WTERMSIG(i));
+		return 1;
+	}
+	return status ? status : WEXITSTATUS(i);
+}

@@ -1,0 +1,144 @@
+/*
+ * Description: regcached monitor, cross-thread race, run by regcached-launch
+ * as uid 65534 through a private daemon: thread A munmaps a cached range
+ * X while thread B loops mmap(NULL) until it gets X back and then calls
+ * regcache_get on it. B must never be served the old registration:
+ * every get after a reuse is a miss, and DMA through it is visible. The
+ * invalidation is published inside A's munmap before the mmap lock is
+ * released, so B's mmap cannot return X before the generation moved.
+ * Needs >= 100000 reuses (fewer under sanitizers). Negative control: the
+ * same loop in a child with no monitor must see stale hits.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include <string.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+#define LEN 16384
+#define REUSES T_SCALE(100000)
+#define DMA_EVERY 16
+
+static struct io_uring ring;
+static struct regcache *cache;
+static _Atomic(char *) victim;	/* X, published by B for A to unmap */
+static atomic_int stop;
+
+static void *unmapper(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		char *x = atomic_exchange(&victim, NULL);
+
+		if (x)
+			T_REQUIRE(munmap(x, LEN) == 0);
+		else
+			sched_yield();
+	}
+	return NULL;
+}
+
+/* Run the race until @want reuses; returns the number of stale gets. */
+static long race(long want, bool verbose)
+{
+	long reuses = 0, stale = 0, dma_checked = 0, misses = 0;
+	struct regcache_stats st, st2;
+	struct regcache_region *r;
+	pthread_t a;
+
+	atomic_store(&stop, 0);
+	T_REQUIRE(pthread_create(&a, NULL, unmapper, NULL) == 0);
+	while (reuses < want) {
+		char *x = t_map(LEN), *y;
+		long spins = 0;
+
+		x[0] = 1;
+		T_REQUIRE(regcache_get(cache, x, LEN, 0, &r) == 0);
+		regcache_put(cache, r);
+		/* X is cached and idle; let A unmap it while we race. */
+		atomic_store(&victim, x);
+		for (;;) {
+			y = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			T_REQUIRE(y != MAP_FAILED);
+			if (y == x)
+				break;
+			/* Not X yet (A has not unmapped it): give it back
+			 * and retry, as fast as possible. */
+			T_REQUIRE(munmap(y, LEN) == 0);
+			if (++spins > 1000000) {
+				fprintf(stderr, "X never came back\n");
+				exit(T_EXIT_FAIL);
+			}
+		}
+		reuses++;
+		regcache_get_stats(cache, &st);
+		T_REQUIRE(regcache_get(cache, y, LEN, 0, &r) == 0);
+		regcache_get_stats(cache, &st2);
+		if (st2.hits != st.hits)
+			stale++;
+		else
+			misses++;
+		if (reuses % DMA_EVERY == 0 || st2.hits != st.hits) {
+			dma_checked++;
+			if (!t_dma_visible(&ring, r, y, LEN, (unsigned)reuses))
+				stale++;
+		}
+		regcache_put(cache, r);
+		/* Drop it now: with no monitor the region would stay. */
+		regcache_invalidate(cache, y, LEN);
+		T_REQUIRE(munmap(y, LEN) == 0);
+	}
+	atomic_store(&stop, 1);
+	pthread_join(a, NULL);
+	if (verbose)
+		printf("%ld reuses of an address unmapped by another thread, "
+		       "%ld misses, %ld checked with DMA, %ld stale\n", reuses,
+		       misses, dma_checked, stale);
+	return stale;
+}
+
+/* Negative control, in a child so that it gets its own process-wide
+ * monitor: with no monitor (and a cache told to trust the caller), the
+ * same loop must see stale hits, or the test could not fail. */
+static bool control_sees_stale(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	T_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		setenv("REGCACHE_MONITOR", "none", 1);
+		t_ring_init(&ring);
+		cache = t_uring_cache(&ring, REGCACHE_FLAG_EXPLICIT_INVALIDATE,
+				      0, 0);
+		long stale = race(200, false);
+
+		printf("negative control (no monitor): %ld stale gets in 200 "
+		       "reuses\n", stale);
+		fflush(stdout);
+		_exit(stale > 0 ? 0 : 1);
+	}
+	T_REQUIRE(waitpid(pid, &status, 0) == pid);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int main(void)
+{
+	if (!control_sees_stale()) {
+		fprintf(stderr, "negative control: without a monitor the race "
+			"produced no stale hit\n");
+		t_failures++;
+	}
+	t_ring_init(&ring);
+	cache = t_uring_cache(&ring, 0, 0, 0);
+	t_monitor_require();
+	T_EXPECT_EQ(0, race(REUSES, true));
+	regcache_destroy(cache);
+	io_uring_queue_exit(&ring);
+	return t_exit_status();
+}

@@ -1,0 +1,102 @@
+# Tests of the regcached daemon and its monitor backend. Each runs under
+# regcached-launch, which starts a private daemon as root on a private
+# socket and runs the program as uid 65534 with no capabilities (or as root
+# with ROOT, for tests that drop privileges themselves). Not root: skip.
+if(NOT TARGET regcached)
+  return()
+endif()
+
+add_executable(regcached-launch regcached-launch.c)
+target_compile_definitions(regcached-launch PRIVATE
+  RCD_DAEMON_PATH="$<TARGET_FILE:regcached>")
+add_dependencies(regcached-launch regcached)
+
+# regcached_add_test(NAME n SOURCES a.c ... [ROOT] [LIBS ...] [TIMEOUT s]
+#                    [DAEMON_ARGS ...] [RUNS "name:arg arg" ...])
+# RUNS: one CTest test per entry, named n-name, with the program's args;
+# without RUNS, one test n.
+function(regcached_add_test)
+  cmake_parse_arguments(T "ROOT" "NAME;TIMEOUT" "SOURCES;LIBS;DAEMON_ARGS;RUNS" ${ARGN})
+  if(NOT TARGET ${T_NAME})
+    add_executable(${T_NAME} ${T_SOURCES})
+    target_link_libraries(${T_NAME} PRIVATE regcache_test_helpers regcache ${T_LIBS})
+    target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  endif()
+  set(launch $<TARGET_FILE:regcached-launch>)
+  if(T_ROOT)
+    list(APPEND launch --root)
+  endif()
+  foreach(a ${T_DAEMON_ARGS})
+    list(APPEND launch --daemon-arg ${a})
+  endforeach()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  if(NOT T_RUNS)
+    set(T_RUNS "-:")
+  endif()
+  foreach(run ${T_RUNS})
+    string(REGEX MATCH "^([^:]*):(.*)$" _ "${run}")
+    set(suffix "${CMAKE_MATCH_1}")
+    separate_arguments(args UNIX_COMMAND "${CMAKE_MATCH_2}")
+    if(suffix STREQUAL "-")
+      set(name ${T_NAME})
+    else()
+      set(name ${T_NAME}-${suffix})
+    endif()
+    add_test(NAME ${name} COMMAND ${launch} -- $<TARGET_FILE:${T_NAME}> ${args})
+    set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77
+      TIMEOUT ${T_TIMEOUT} LABELS "regcached;monitor")
+  endforeach()
+endfunction()
+
+set(scenario_cases munmap mremap madvise uring_madvise map_fixed sbrk
+  free_malloc shmdt guard file_punch private_file overflow clone_vm int80)
+set(runs "")
+foreach(c ${scenario_cases})
+  list(APPEND runs "${c}:${c} plain" "${c}@restart:${c} restart" "${c}@dead:${c} dead")
+endforeach()
+regcached_add_test(NAME regcached-scenarios SOURCES regcached-scenarios.c RUNS ${runs})
+regcached_add_test(NAME regcached-race SOURCES regcached-race.c
+  LIBS Threads::Threads TIMEOUT 300)
+# Attack tests speak the wire protocol by hand (regcached-wire.h).
+function(regcached_wire_test NAME)
+  regcached_add_test(NAME ${NAME} SOURCES ${NAME}.c ${ARGN})
+  target_include_directories(${NAME} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+endfunction()
+regcached_wire_test(regcached-hostile)
+regcached_wire_test(regcached-pid-reuse ROOT)
+regcached_wire_test(regcached-client-exit ROOT)
+regcached_wire_test(regcached-ring-isolation ROOT)
+regcached_wire_test(regcached-watch-unopenable ROOT)
+regcached_wire_test(regcached-flood ROOT DAEMON_ARGS --max-per-user 16
+  --max-files-per-user 8)
+
+# A second, static copy of the library inside a shared object: the core
+# and the regcached backend (the in-process backends are stubs there).
+set(copy_srcs cache.c region.c index.c evict.c stats.c log.c monitor.c
+  monitor/none.c monitor/regcached.c monitor/ring.c monitor/vma.c
+  registrar/io_uring.c)
+list(TRANSFORM copy_srcs PREPEND ${PROJECT_SOURCE_DIR}/src/)
+add_library(regcache_copy STATIC ${copy_srcs})
+target_include_directories(regcache_copy PUBLIC ${PROJECT_SOURCE_DIR}/include
+  PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(regcache_copy PUBLIC PkgConfig::URING Threads::Threads)
+add_library(regcache_copy_test_helpers STATIC helpers.c)
+target_link_libraries(regcache_copy_test_helpers PUBLIC regcache_copy)
+set_target_properties(regcache_copy regcache_copy_test_helpers PROPERTIES
+  POSITION_INDEPENDENT_CODE ON)
+add_library(regcached-copy-helper SHARED regcached-copy-helper.c)
+target_link_libraries(regcached-copy-helper PRIVATE regcache_copy_test_helpers)
+target_link_options(regcached-copy-helper PRIVATE -Wl,--exclude-libs,ALL)
+regcached_add_test(NAME regcached-two-copies SOURCES regcached-two-copies.c
+  LIBS regcached-copy-helper)
+regcached_add_test(NAME regcached-namespaces SOURCES regcached-namespaces.c ROOT
+  RUNS "munmap:$<TARGET_FILE:regcached-scenarios> munmap"
+       "madvise:$<TARGET_FILE:regcached-scenarios> madvise")
+regcached_add_test(NAME regcached-startup SOURCES regcached-startup.c)
+add_executable(regcached-refuse regcached-refuse.c)
+target_link_libraries(regcached-refuse PRIVATE regcache_test_helpers regcache)
+add_test(NAME regcached-refuse COMMAND regcached-refuse $<TARGET_FILE:regcached>)
+set_tests_properties(regcached-refuse PROPERTIES SKIP_RETURN_CODE 77
+  LABELS "regcached")
