@@ -721,6 +721,11 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 
 		kill_batch_init(&batch);
 		pthread_mutex_lock(&c->lock);
+		/* Drain what was published while we pinned before leaving the
+		 * pending list, so that such a change taints this
+		 * registration. (No fork can be detected here: the thread in
+		 * a get is not the one that forked.) */
+		sync_locked(c, &batch);
 		TAILQ_REMOVE(&c->pending, &pending, link);
 		if (ret) {
 			rc_region_free_locked(&c->pool, nr);
@@ -739,7 +744,6 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 		}
 		rc_region_fill(nr, ustart, uend, uaccess, handle,
 			       watched ? RC_REGION_WATCHED : 0);
-		sync_locked(c, &batch);
 		if (!pending.tainted &&
 		    absorb_overlaps_locked(c, ustart, uend, uaccess, &batch)) {
 			make_live_locked(c, nr,
