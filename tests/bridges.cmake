@@ -36,3 +36,44 @@ if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
       SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "bridge;ucx;monitor;${m}")
   endforeach()
 endif()
+
+# libfabric: Debian's static libfabric.a exports its MR cache functions, so
+# the test links the real 1.17 cache and imports through the public API.
+find_library(REGCACHE_FABRIC_STATIC NAMES libfabric.a)
+pkg_check_modules(TEST_FABRIC QUIET libfabric)
+# Its dependencies (pkg-config --static libfabric); Debian ships some of
+# them without the -dev symlink.
+set(fabric_deps "")
+foreach(dep psm_infinipath:1 psm2:2 rdmacm:1 ibverbs:1 efa:1)
+  string(REPLACE ":" ";" dep ${dep})
+  list(GET dep 0 name)
+  list(GET dep 1 so)
+  find_library(REGCACHE_FABRIC_DEP_${name} NAMES ${name} lib${name}.so.${so})
+  list(APPEND fabric_deps ${REGCACHE_FABRIC_DEP_${name}})
+endforeach()
+if(TARGET regcache-fabric AND REGCACHE_FABRIC_STATIC AND TEST_FABRIC_VERSION VERSION_EQUAL 1.17.0)
+  regcache_add_test(NAME bridge-fabric SOURCES bridge-fabric.c
+    LIBS regcache-fabric ${REGCACHE_FABRIC_STATIC} ${fabric_deps}
+         atomic Threads::Threads ${CMAKE_DL_LIBS}
+    LABELS bridge fabric ARGS memhooks ENV REGCACHE_FABRIC_IMPORT=0)
+  # fi_open must be visible to the bridge's dlsym(RTLD_DEFAULT).
+  set_target_properties(bridge-fabric PROPERTIES ENABLE_EXPORTS ON)
+  add_test(NAME bridge-fabric-uffd COMMAND bridge-fabric userfaultfd)
+  add_test(NAME bridge-fabric-override COMMAND bridge-fabric override)
+  set_tests_properties(bridge-fabric-uffd PROPERTIES ENVIRONMENT "REGCACHE_FABRIC_IMPORT=0")
+  set_tests_properties(bridge-fabric-override PROPERTIES
+    ENVIRONMENT "FI_MR_CACHE_MONITOR=memhooks"
+    PASS_REGULAR_EXPRESSION "FI_MR_CACHE_MONITOR=memhooks is set"
+    FAIL_REGULAR_EXPRESSION "check failed|FAIL|expected")
+  set_tests_properties(bridge-fabric-uffd bridge-fabric-override PROPERTIES
+    SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "bridge;fabric")
+  foreach(m bpf userfaultfd)
+    add_test(NAME bridge-fabric@${m} COMMAND bridge-fabric bridge)
+    add_test(NAME bridge-fabric-call@${m} COMMAND bridge-fabric bridge-call)
+    set_tests_properties(bridge-fabric@${m} PROPERTIES ENVIRONMENT "REGCACHE_MONITOR=${m}")
+    set_tests_properties(bridge-fabric-call@${m} PROPERTIES
+      ENVIRONMENT "REGCACHE_MONITOR=${m};REGCACHE_FABRIC_IMPORT=0")
+    set_tests_properties(bridge-fabric@${m} bridge-fabric-call@${m} PROPERTIES
+      SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "bridge;fabric;monitor;${m}")
+  endforeach()
+endif()

@@ -34,6 +34,7 @@
 #include <rdma/fi_ext.h>
 
 #include <regcache.h>
+#include <regcache/fabric.h>
 #include <regcache/monitor.h>
 
 #include "bridge.h"
@@ -250,18 +251,7 @@ typedef int fi_open_fn(uint32_t version, const char *name, void *attr,
 		       size_t attr_len, uint64_t flags, struct fid **fid,
 		       void *context);
 
-/**
- * regcache_fabric_import - make regcache's monitor libfabric's memory monitor
- *
- * Call before the first fi_domain() that opens an MR cache. Uses the
- * libfabric already in the process (also a static one, if the program
- * exports fi_open). Idempotent.
- *
- * Return: 0; -ENOENT if no libfabric is loaded; -EBUSY if another monitor
- * was imported first or a cache is already active; -EPERM if
- * FI_MR_CACHE_MONITOR is set (the application's choice wins); -ENOTSUP if
- * regcache's monitor is "none" (libfabric keeps its own); other -errno.
- */
+/* See include/regcache/fabric.h. */
 rc_bridge_export int regcache_fabric_import(void)
 {
 	static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
@@ -312,6 +302,7 @@ rc_bridge_export int regcache_fabric_import(void)
 		rc_bridge_log("regcache-fabric: libfabric refused the import "
 			      "(%d: another monitor imported first, or an MR "
 			      "cache is already open)", ret);
+		ret = -EIO;
 		goto destroy;
 	}
 	fb.imported = true;
@@ -326,15 +317,9 @@ destroy:
 	fb.sub = NULL;
 out:
 	pthread_mutex_unlock(&once);
-	return ret < 0 ? ret : ret ? -EIO : 0;
+	return ret;
 }
 
-/**
- * regcache_fabric_bridge_stats - what the bridge did, for tests
- * @out: notified, refused subscriptions, invalid hits.
- *
- * Return: 1 if the monitor is imported, else 0.
- */
 rc_bridge_export int regcache_fabric_bridge_stats(unsigned long out[3])
 {
 	out[0] = atomic_load_explicit(&fb.notified, memory_order_relaxed);
