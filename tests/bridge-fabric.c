@@ -21,6 +21,9 @@
  *   bridge-call  the same, imported by regcache_fabric_import()
  *   override     FI_MR_CACHE_MONITOR is set: the bridge must refuse to
  *                import and say so
+ *   bench        numbers, not a property: a hit (search + delete) in a
+ *                cache on libfabric's memhooks monitor and in one on the
+ *                bridge, in the same run (docs/bridges.md)
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -148,6 +151,71 @@ static bool dma_visible(void *handle, void *buf, size_t len, unsigned seed)
 	close(fds[1]);
 	T_REQUIRE(ret == (int)len);
 	return !memcmp(buf, src, len);
+}
+
+/* ns per hit (search + delete of a cached range) in @c. */
+static double hits(struct lf_mr_cache *c, char *buf, size_t len, long n)
+{
+	struct lf_mr_info info = { .iov = { buf, len } };
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (long i = 0; i < n; i++) {
+		struct lf_mr_entry *e;
+
+		if (ofi_mr_cache_search(c, &info, &e))
+			exit(T_EXIT_FAIL);
+		ofi_mr_cache_delete(c, e);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp);
+	return v[n / 2];
+}
+
+/* Two caches in one process: libfabric's memhooks monitor, and the bridge. */
+static int bench(void *domain, void *bridged)
+{
+	static struct lf_mr_cache alone;
+	void *monitors[6] = { memhooks_monitor };
+	double a[11], b[11], ratio[11];
+	long n = T_SCALE(200000);
+	char *buf = t_map(1 << 20);
+
+	memset(buf, 1, 1 << 20);
+	alone.entry_data_size = sizeof(void *);
+	alone.add_region = add_region;
+	alone.delete_region = delete_region;
+	T_REQUIRE(ofi_mr_cache_init(domain, monitors, &alone) == 0);
+	hits(&alone, buf, 1 << 20, 1000);
+	hits(&cache, buf, 1 << 20, 1000);
+	for (int r = 0; r < 11; r++) {
+		a[r] = hits(&alone, buf, 1 << 20, n);
+		b[r] = hits(&cache, buf, 1 << 20, n);
+		ratio[r] = b[r] / a[r];
+	}
+	printf("libfabric 1.17 MR cache hit (search+delete, 1 MiB, 1 thread), "
+	       "median of 11 rounds of %ld:\n"
+	       "  libfabric's memhooks monitor %6.1f ns\n"
+	       "  regcache bridge (%s)%*s %6.1f ns\n"
+	       "  ratio %.2f (median of per-round ratios)\n", n,
+	       median(a, 11), regcache_monitor_name(),
+	       (int)(10 - strlen(regcache_monitor_name())), "", median(b, 11),
+	       median(ratio, 11));
+	(void)bridged;
+	ofi_mr_cache_cleanup(&alone);
+	return T_EXIT_PASS;
 }
 
 static bool lookup_visible(void *buf, size_t len, unsigned seed)
@@ -326,7 +394,7 @@ int main(int argc, char **argv)
 	int (*import)(void) = regcache_fabric_import;
 	int (*stats)(unsigned long *) = regcache_fabric_bridge_stats;
 	const char *mode = argc > 1 ? argv[1] : "bridge";
-	bool bridge = !strncmp(mode, "bridge", 6);
+	bool bridge = !strncmp(mode, "bridge", 6) || !strcmp(mode, "bench");
 	static _Alignas(64) char domain[4096];
 	void *monitors[6] = { 0 };
 	struct fi_info *info = NULL;
@@ -339,7 +407,7 @@ int main(int argc, char **argv)
 	c = t_registrar_cache(&treg, 0, 0, 0);
 	if (bridge || !strcmp(mode, "override"))
 		t_monitor_require();
-	if (!strcmp(mode, "bridge-call")) {
+	if (!strcmp(mode, "bridge-call") || !strcmp(mode, "bench")) {
 		T_REQUIRE(import);
 		ret = import();
 		if (ret) {
@@ -379,6 +447,11 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "libfabric 1.17 MR cache, monitor: %s; regcache "
 		"monitor %s\n", mode, regcache_monitor_name());
+	if (!strcmp(mode, "bench")) {
+		ret = bench(domain, monitors[0]);
+		ofi_mr_cache_cleanup(&cache);
+		return ret;
+	}
 
 	for (int k = 0; k < NCHANGES; k++) {
 		int r = scenario(k);

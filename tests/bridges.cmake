@@ -5,6 +5,9 @@ if(NOT TARGET regcache-ucx)
   return()
 endif()
 
+regcache_add_test(NAME bridge-subscriber SOURCES bridge-subscriber.c
+  LABELS bridge MONITORS bpf userfaultfd)
+
 # UCX: found by tools/ucx.cmake (cache variables).
 if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
   regcache_add_test(NAME bridge-ucx SOURCES bridge-ucx.c
@@ -22,6 +25,18 @@ if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
     PASS_REGULAR_EXPRESSION "UCX keeps its own memory hooks.*bridge absent"
     FAIL_REGULAR_EXPRESSION "check failed|FAIL"
     TIMEOUT 120 LABELS "bridge;ucx")
+  # Numbers, not a property (docs/bridges.md): the hit path with and
+  # without the bridge in one run; the forwarding thread's window.
+  regcache_add_test(NAME bridge-ucx-bench SOURCES bridge-ucx-bench.c
+    LIBS ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} ${CMAKE_DL_LIBS} LABELS bench ARGS hit)
+  target_include_directories(bridge-ucx-bench PRIVATE ${TOOLS_UCX_INCLUDE})
+  set_tests_properties(bridge-ucx-bench PROPERTIES
+    ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:regcache-ucx>;UCX_MEM_MMAP_HOOK_MODE=none;REGCACHE_MONITOR=bpf")
+  add_test(NAME bridge-ucx-window COMMAND ${PROJECT_BINARY_DIR}/tools/regcache-run
+    $<TARGET_FILE:bridge-ucx-bench> window)
+  set_tests_properties(bridge-ucx-window PROPERTIES
+    ENVIRONMENT "REGCACHE_MONITOR=bpf;REGCACHE_UCX_THREAD=1"
+    SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "bench")
   foreach(m bpf userfaultfd)
     # The bridge preloaded, UCX's hooks still on.
     add_test(NAME bridge-ucx-hooks@${m} COMMAND bridge-ucx clean)
@@ -61,6 +76,10 @@ if(TARGET regcache-fabric AND REGCACHE_FABRIC_STATIC AND TEST_FABRIC_VERSION VER
   add_test(NAME bridge-fabric-uffd COMMAND bridge-fabric userfaultfd)
   add_test(NAME bridge-fabric-override COMMAND bridge-fabric override)
   set_tests_properties(bridge-fabric-uffd PROPERTIES ENVIRONMENT "REGCACHE_FABRIC_IMPORT=0")
+  add_test(NAME bridge-fabric-bench COMMAND bridge-fabric bench)
+  set_tests_properties(bridge-fabric-bench PROPERTIES
+    ENVIRONMENT "REGCACHE_FABRIC_IMPORT=0;REGCACHE_MONITOR=bpf"
+    SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "bench")
   set_tests_properties(bridge-fabric-override PROPERTIES
     ENVIRONMENT "FI_MR_CACHE_MONITOR=memhooks"
     PASS_REGULAR_EXPRESSION "FI_MR_CACHE_MONITOR=memhooks is set"

@@ -59,6 +59,10 @@ static struct {
 	struct range pending[PENDING_MAX];
 	unsigned npending;
 	bool pending_all;	/* overflow or "everything": valid() is false */
+	/* npending + pending_all, readable without the lock: written under it
+	 * before the sync that found the change publishes its cursor, so a
+	 * valid() that saw the cursor current sees this too. */
+	_Atomic unsigned waiting;
 	struct range recent[RECENT_MAX];
 	unsigned recent_pos;
 	uint64_t gap_ns;
@@ -93,6 +97,8 @@ static void seen(void *arg, uintptr_t start, uintptr_t end)
 		fb.pending_all = true;
 	else
 		fb.pending[fb.npending++] = (struct range){ start, end, t };
+	atomic_store_explicit(&fb.waiting, fb.npending + fb.pending_all,
+			      memory_order_relaxed);
 	fb.recent[fb.recent_pos++ % RECENT_MAX] = (struct range){ start, end, t };
 	pthread_cond_signal(&fb.wake);
 	pthread_mutex_unlock(&fb.lock);
@@ -166,6 +172,10 @@ static bool mon_valid(struct fid_mem_monitor *mon, const void *addr,
 
 	(void)mon;
 	sync_seen();
+	/* The common hit: nothing changed that libfabric was not told of. */
+	if (!atomic_load_explicit(&fb.waiting, memory_order_relaxed) &&
+	    !(fb.caps & REGCACHE_MONITOR_CHECK_HITS))
+		return true;
 	pthread_mutex_lock(&fb.lock);
 	if (fb.pending_all)
 		ok = false;
@@ -238,6 +248,8 @@ static void *notify_thread(void *arg)
 					break;
 				}
 		}
+		atomic_store_explicit(&fb.waiting, fb.npending + fb.pending_all,
+				      memory_order_relaxed);
 		pthread_mutex_unlock(&fb.lock);
 	}
 	return NULL;

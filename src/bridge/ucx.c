@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -176,7 +177,10 @@ rc_bridge_hidden void rc_ucx_before_get(void *addr, size_t len)
 
 	if (rc_bridge_unlikely(!rc_ucx_real_get))
 		rc_ucx_resolve();
-	if (!ub.active || !len)
+	/* In thread mode UCX (>= 1.14) looks hits up inline, without us: do
+	 * nothing here either, so that a forced thread mode on UCX 1.13
+	 * (REGCACHE_UCX_THREAD=1) shows the window newer UCX has. */
+	if (!ub.active || ub.thread_mode || !len)
 		return;
 	if (!regcache_subscriber_current(ub.sub))
 		sync_forward();
@@ -210,6 +214,8 @@ static void *forward_thread(void *arg)
 	struct timespec ts = { 0, ub.poll_ns };
 
 	(void)arg;
+	/* The default 50 us timer slack would more than double the window. */
+	prctl(PR_SET_TIMERSLACK, 1000ul);
 	while (!atomic_load_explicit(&ub.stop, memory_order_relaxed)) {
 		if (!regcache_subscriber_current(ub.sub))
 			sync_forward();
