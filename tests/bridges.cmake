@@ -96,3 +96,16 @@ if(TARGET regcache-fabric AND REGCACHE_FABRIC_STATIC AND TEST_FABRIC_VERSION VER
       SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "bridge;fabric;monitor;${m}")
   endforeach()
 endif()
+
+# regcache-demo's bridge rows: zero corrupted messages on both bridge rows,
+# and the libfabric cache on its own monitor, in the same run, shows
+# corruption (negative control: the DMA oracle can see it).
+if(TARGET regcache-demo)
+  add_test(NAME bridge-demo COMMAND regcache-demo --iterations 3000 --repeat 1
+    --modes ucx-bridge,fabric,fabric-bridge)
+  set_tests_properties(bridge-demo PROPERTIES
+    ENVIRONMENT "REGCACHE_MONITOR=bpf"
+    TIMEOUT 300 LABELS "bridge;demo"
+    PASS_REGULAR_EXPRESSION "bridge, no hooks +[0-9]+ +[0-9]+ +[0-9.]+% +0\nlibfabric MR cache, own monitor +[0-9]+ +[0-9]+ +[0-9.]+% +[1-9][0-9]*\nlibfabric MR cache \\+ bridge +[0-9]+ +[0-9]+ +[0-9.]+% +0\n.*regcache: zero corrupted messages"
+    FAIL_REGULAR_EXPRESSION "FAILED")
+endif()
