@@ -68,8 +68,13 @@ static struct {
 	uint64_t gap_ns;
 	long poll_ns;
 	pthread_t thread;
+	pid_t thread_pid;	/* the process that started it */
 	bool thread_started;
 	_Atomic bool stop;
+	/* Some MR cache uses the monitor. Before the first one, libfabric
+	 * may not even have initialised its monitor list (an import made
+	 * before fi_getinfo()), and no entry exists to notify. */
+	_Atomic bool started;
 	_Atomic unsigned long notified, refused, invalid;
 } fb = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
 
@@ -114,15 +119,19 @@ static void sync_seen(void)
  * export_ops: called by libfabric with mm_lock held
  * ---------------------------------------------------------------------- */
 
+/* libfabric starts the monitor when the first MR cache attaches to it, and
+ * stops it when the last leaves. */
 static int mon_start(struct fid_mem_monitor *mon)
 {
 	(void)mon;
+	atomic_store_explicit(&fb.started, true, memory_order_release);
 	return 0;
 }
 
 static void mon_stop(struct fid_mem_monitor *mon)
 {
 	(void)mon;
+	atomic_store_explicit(&fb.started, false, memory_order_release);
 }
 
 static int mon_subscribe(struct fid_mem_monitor *mon, const void *addr,
@@ -224,6 +233,14 @@ static void *notify_thread(void *arg)
 			pthread_mutex_unlock(&fb.lock);
 			continue;
 		}
+		if (!atomic_load_explicit(&fb.started, memory_order_acquire)) {
+			/* No cache, no entry: nothing to tell libfabric. */
+			fb.npending = 0;
+			fb.pending_all = false;
+			atomic_store_explicit(&fb.waiting, 0, memory_order_relaxed);
+			pthread_mutex_unlock(&fb.lock);
+			continue;
+		}
 		all = fb.pending_all;
 		r = all ? (struct range){ 0, (UINTPTR_MAX >> 1) & ~4095ul, 0 } :
 			  fb.pending[0];
@@ -253,6 +270,20 @@ static void *notify_thread(void *arg)
 		pthread_mutex_unlock(&fb.lock);
 	}
 	return NULL;
+}
+
+/* From atexit(), which runs before any library's destructor: the thread
+ * must not notify a libfabric that is being torn down. */
+static void stop_thread(void)
+{
+	/* A forked child has no such thread: joining it would wait forever. */
+	if (getpid() != fb.thread_pid)
+		return;
+	atomic_store_explicit(&fb.stop, true, memory_order_relaxed);
+	pthread_mutex_lock(&fb.lock);
+	pthread_cond_signal(&fb.wake);
+	pthread_mutex_unlock(&fb.lock);
+	pthread_join(fb.thread, NULL);
 }
 
 /* ------------------------------------------------------------------------
@@ -318,8 +349,11 @@ rc_bridge_export int regcache_fabric_import(void)
 		goto destroy;
 	}
 	fb.imported = true;
-	if (!pthread_create(&fb.thread, NULL, notify_thread, NULL))
+	if (!pthread_create(&fb.thread, NULL, notify_thread, NULL)) {
 		fb.thread_started = true;
+		fb.thread_pid = getpid();
+		atexit(stop_thread);
+	}
 	rc_bridge_info("regcache-fabric: libfabric's MR cache uses regcache "
 		       "monitor \"%s\"", regcache_monitor_name());
 	ret = 0;
@@ -352,13 +386,4 @@ __attribute__((constructor)) static void fabric_bridge_init(void)
 		regcache_fabric_import();
 }
 
-__attribute__((destructor)) static void fabric_bridge_fini(void)
-{
-	if (fb.thread_started) {
-		atomic_store_explicit(&fb.stop, true, memory_order_relaxed);
-		pthread_mutex_lock(&fb.lock);
-		pthread_cond_signal(&fb.wake);
-		pthread_mutex_unlock(&fb.lock);
-		pthread_join(fb.thread, NULL);
-	}
-}
+

@@ -51,6 +51,7 @@ static struct {
 	bool active;		/* external event declared; we forward */
 	bool thread_mode;
 	pthread_t thread;
+	pid_t thread_pid;	/* the process that started it */
 	_Atomic bool stop;
 	long poll_ns;
 	uintptr_t page_mask;
@@ -59,6 +60,9 @@ static struct {
 	_Atomic unsigned long forwarded;	/* ranges, for the tests */
 	_Atomic unsigned long watch_epoch;
 } ub = { .once = PTHREAD_ONCE_INIT };
+
+static void setup(void);
+static void stop_thread(void);
 
 /* The real functions, jumped to by the trampolines below. */
 rc_bridge_hidden void *rc_ucx_real_get;
@@ -175,6 +179,9 @@ rc_bridge_hidden void rc_ucx_before_get(void *addr, size_t len)
 	uint64_t fp;
 	unsigned long ep;
 
+	/* Once set up, an atomic load: and it orders ub's fields after
+	 * setup() for every thread (the flag, the function pointers). */
+	pthread_once(&ub.once, setup);
 	if (rc_bridge_unlikely(!rc_ucx_real_get))
 		rc_ucx_resolve();
 	/* In thread mode UCX (>= 1.14) looks hits up inline, without us: do
@@ -285,9 +292,17 @@ static void setup(void)
 		ub.poll_ns = (poll ? atol(poll) : 20) * 1000;
 		if (ub.poll_ns <= 0 || ub.poll_ns >= 1000000000)
 			ub.poll_ns = 20000;
-		if (pthread_create(&ub.thread, NULL, forward_thread, NULL))
+		if (pthread_create(&ub.thread, NULL, forward_thread, NULL)) {
+			/* Forward from the lookups that reach us after all:
+			 * every one on 1.13, the misses on newer UCX. */
+			ub.thread_mode = false;
 			rc_bridge_log("regcache-ucx: cannot start the forwarding "
-				      "thread; lookups still forward on misses");
+				      "thread; forwarding only from the lookups "
+				      "that reach ucs_rcache_get");
+		} else {
+			ub.thread_pid = getpid();
+			atexit(stop_thread);
+		}
 	}
 	rc_bridge_info("regcache-ucx: UCX unmap events come from regcache "
 		       "monitor \"%s\" (%s%s)", regcache_monitor_name(),
@@ -328,12 +343,15 @@ __attribute__((constructor)) static void ucx_bridge_init(void)
 	}
 }
 
-__attribute__((destructor)) static void ucx_bridge_fini(void)
+/* From atexit(), which runs before any library's destructor: the thread
+ * must not call into a libucm that is being torn down. */
+static void stop_thread(void)
 {
-	if (ub.thread_mode && ub.active) {
-		atomic_store_explicit(&ub.stop, true, memory_order_relaxed);
-		pthread_join(ub.thread, NULL);
-	}
+	/* A forked child has no such thread: joining it would wait forever. */
+	if (getpid() != ub.thread_pid)
+		return;
+	atomic_store_explicit(&ub.stop, true, memory_order_relaxed);
+	pthread_join(ub.thread, NULL);
 }
 
 /**
