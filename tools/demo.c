@@ -74,6 +74,11 @@ struct mode demo_modes[NMODES] = {
 	{ "userfaultfd", "regcache, monitor userfaultfd", K_REGCACHE,
 	  "userfaultfd", true },
 	{ "none", "regcache, monitor none", K_REGCACHE, "none", true },
+	{ "ucx-bridge", "UCX ucs_rcache + bridge, no hooks", K_UCX_BRIDGE,
+	  NULL, true },
+	{ "fabric", "libfabric MR cache, own monitor", K_FABRIC, NULL, true },
+	{ "fabric-bridge", "libfabric MR cache + bridge", K_FABRIC_BRIDGE,
+	  NULL, true },
 };
 
 static const char *const rel_names[R_NKINDS + 1] = {
@@ -154,7 +159,7 @@ static int run_mode(const struct mode *m, struct result *res)
 		close(fds[0]);
 		if (m->kind == K_REGCACHE)
 			setenv("REGCACHE_MONITOR", m->monitor, 1);
-		demo_child(m, fds[1]);
+		demo_bridge_child(m, fds[1]);
 	}
 	close(fds[1]);
 	/* A child that hangs (hooks can deadlock) must not hang the demo. */
@@ -254,7 +259,8 @@ static void usage(FILE *f)
 "usage: regcache-demo [options]\n"
 "  -n, --iterations N   messages per mode (default %lu)\n"
 "  -s, --sizes LIST     buffer sizes, e.g. 1K,16K,128K,1M,4M,16M (the default)\n"
-"  -m, --modes LIST     any of nocache,naive,ucx,bpf,userfaultfd,none;\n"
+"  -m, --modes LIST     any of nocache,naive,ucx,bpf,userfaultfd,none,\n"
+"                       ucx-bridge,fabric,fabric-bridge;\n"
 "                       regcache = every regcache monitor; all (default)\n"
 "      --seed N         workload seed (default 1)\n"
 "      --long-share P   %% of messages into long-lived buffers (default %u)\n"
@@ -457,6 +463,7 @@ int main(int argc, char **argv)
 	int c, status = 0;
 	bool failures = false, sizes_given = false;
 
+	demo_bridge_exec_child();	/* returns unless re-executed as a child */
 	while ((c = getopt_long(argc, argv, "n:s:m:r:vh", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'n': demo_opt.iterations = strtoul(optarg, NULL, 0); break;
@@ -531,6 +538,13 @@ int main(int argc, char **argv)
 			ran[i] = true;
 			continue;
 		}
+		if (demo_modes[i].kind >= K_UCX_BRIDGE &&
+		    !demo_bridge_available(&demo_modes[i], why, sizeof(why))) {
+			res[i].status = 1;
+			snprintf(res[i].info, sizeof(res[i].info), "%s", why);
+			ran[i] = true;
+			continue;
+		}
 		if (demo_modes[i].kind == K_REGCACHE &&
 		    !monitor_available(demo_modes[i].monitor, why, sizeof(why))) {
 			res[i].status = 1;
@@ -600,7 +614,7 @@ int main(int argc, char **argv)
 			continue;
 		if (r->status) {
 			printf("%-34s %s\n", demo_modes[i].label, r->info);
-			if (r->status < 0 && demo_modes[i].kind == K_REGCACHE)
+			if (r->status < 0 && demo_kind_guarded(demo_modes[i].kind))
 				status = status ? status : 2;
 			continue;
 		}
@@ -615,9 +629,9 @@ int main(int argc, char **argv)
 			printf("  (%lu I/O errors, %lu failed gets)",
 			       r->io_errors, r->get_errors);
 		putchar('\n');
-		if (demo_modes[i].kind == K_REGCACHE && r->corrupt)
+		if (demo_kind_guarded(demo_modes[i].kind) && r->corrupt)
 			status = 1;
-		else if (demo_modes[i].kind == K_REGCACHE &&
+		else if (demo_kind_guarded(demo_modes[i].kind) &&
 			 (r->io_errors || r->get_errors) && !status)
 			status = 3;
 		failures |= r->io_errors || r->get_errors;

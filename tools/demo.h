@@ -37,7 +37,15 @@ struct demo_opt {
 };
 extern struct demo_opt demo_opt;
 
-enum mode_kind { K_NOCACHE, K_NAIVE, K_UCX, K_REGCACHE };
+enum mode_kind { K_NOCACHE, K_NAIVE, K_UCX, K_REGCACHE,
+		 /* demo_bridges.c */
+		 K_UCX_BRIDGE, K_FABRIC, K_FABRIC_BRIDGE };
+
+/* Rows that must show zero corrupted messages. */
+static inline bool demo_kind_guarded(enum mode_kind k)
+{
+	return k == K_REGCACHE || k == K_UCX_BRIDGE || k == K_FABRIC_BRIDGE;
+}
 
 struct mode {
 	const char *key;	/* as given to --modes */
@@ -47,7 +55,7 @@ struct mode {
 	bool selected;
 };
 
-#define NMODES 6
+#define NMODES 9
 extern struct mode demo_modes[NMODES];
 
 /* How a short-lived buffer goes away. The weights make the share of
@@ -93,5 +101,14 @@ void demo_cache_teardown(struct result *res);
 /* demo_workload.c: run demo_cur's mode on the workload in this (child)
  * process and write a struct result to @fd. */
 void demo_child(const struct mode *m, int fd) __attribute__((noreturn));
+
+/* demo_bridges.c: the UCX and libfabric bridge rows. */
+void demo_bridge_child(const struct mode *m, int fd) __attribute__((noreturn));
+void demo_bridge_exec_child(void);
+bool demo_bridge_available(const struct mode *m, char *why, size_t len);
+int demo_bridge_setup(void);
+int demo_bridge_get(void *addr, size_t len, void **region, void **handle);
+void demo_bridge_put(void *region);
+void demo_bridge_teardown(void);
 
 #endif

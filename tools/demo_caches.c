@@ -160,8 +160,9 @@ int demo_cache_get(void *addr, size_t len, void **region, void **handle)
 		if (!ret)
 			*handle = regcache_region_handle(*region);
 		return ret;
+	default:
+		return demo_bridge_get(addr, len, region, handle);
 	}
-	return -EINVAL;
 }
 
 void demo_cache_put(void *region)
@@ -178,6 +179,8 @@ void demo_cache_put(void *region)
 	case K_REGCACHE:
 		regcache_put(rc, region);
 		break;
+	default:
+		demo_bridge_put(region);
 	}
 }
 
@@ -204,8 +207,9 @@ int demo_cache_setup(void)
 		return ucx_cache_create(&demo_dev, demo_opt.max_regions, true, &ucx);
 	case K_REGCACHE:
 		return regcache_create(&p, &rc);
+	default:
+		return demo_bridge_setup();
 	}
-	return -EINVAL;
 }
 
 void demo_cache_teardown(struct result *res)
@@ -225,5 +229,7 @@ void demo_cache_teardown(struct result *res)
 		regcache_get_stats(rc, &res->st);
 		regcache_destroy(rc);
 		break;
+	default:
+		demo_bridge_teardown();
 	}
 }

@@ -1,0 +1,33 @@
+# The bridges: libregcache-ucx.so and libregcache-fabric.so, each built on
+# regcache's public monitor API (include/regcache/monitor.h) only. Neither
+# links UCX or libfabric: they find the copy the process has loaded.
+option(REGCACHE_BRIDGES "build the UCX and libfabric bridges" ON)
+if(NOT REGCACHE_BRIDGES OR NOT CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  return()
+endif()
+
+add_library(regcache-ucx SHARED ${CMAKE_CURRENT_LIST_DIR}/ucx.c)
+target_link_libraries(regcache-ucx PRIVATE regcache Threads::Threads ${CMAKE_DL_LIBS})
+set_target_properties(regcache-ucx PROPERTIES C_VISIBILITY_PRESET hidden
+  VERSION ${PROJECT_VERSION} SOVERSION 0)
+
+find_path(REGCACHE_FABRIC_INCLUDE rdma/fi_ext.h)
+if(REGCACHE_FABRIC_INCLUDE)
+  add_library(regcache-fabric SHARED ${CMAKE_CURRENT_LIST_DIR}/fabric.c)
+  target_include_directories(regcache-fabric PRIVATE ${REGCACHE_FABRIC_INCLUDE})
+  target_link_libraries(regcache-fabric PRIVATE regcache Threads::Threads ${CMAKE_DL_LIBS})
+  set_target_properties(regcache-fabric PROPERTIES C_VISIBILITY_PRESET hidden
+    VERSION ${PROJECT_VERSION} SOVERSION 0)
+else()
+  message(STATUS "regcache: rdma/fi_ext.h not found (apt-get install libfabric-dev); "
+                 "the libfabric bridge is not built")
+endif()
+
+# Installed with the tools: regcache-run preloads them from the library
+# directory.
+foreach(bridge regcache-ucx regcache-fabric)
+  if(TARGET ${bridge})
+    install(TARGETS ${bridge} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+      COMPONENT tools)
+  endif()
+endforeach()

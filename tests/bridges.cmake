@@ -1,0 +1,111 @@
+# The UCX and libfabric bridges (src/bridge/, docs/bridges.md). UCX's and
+# libfabric's real caches, io_uring fixed buffers as the device.
+include_guard(GLOBAL)
+if(NOT TARGET regcache-ucx)
+  return()
+endif()
+
+regcache_add_test(NAME bridge-subscriber SOURCES bridge-subscriber.c
+  LABELS bridge MONITORS bpf userfaultfd)
+
+# UCX: found by tools/ucx.cmake (cache variables).
+if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
+  regcache_add_test(NAME bridge-ucx SOURCES bridge-ucx.c
+    LIBS ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} Threads::Threads ${CMAKE_DL_LIBS}
+    LABELS bridge ucx ARGS stale)
+  target_include_directories(bridge-ucx PRIVATE ${TOOLS_UCX_INCLUDE})
+  # Negative control: UCX's own hooks, no bridge.
+  set_tests_properties(bridge-ucx PROPERTIES
+    ENVIRONMENT "UCX_MEM_MMAP_HOOK_MODE=bistro")
+  # No monitor, no claim: the bridge leaves UCX's hooks in place, says so,
+  # and the hooks' blind spots remain (the stale checks of the control).
+  add_test(NAME bridge-ucx-nomonitor COMMAND bridge-ucx stale)
+  set_tests_properties(bridge-ucx-nomonitor PROPERTIES
+    ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:regcache-ucx>;REGCACHE_MONITOR=none;UCX_MEM_MMAP_HOOK_MODE=bistro"
+    PASS_REGULAR_EXPRESSION "UCX keeps its own memory hooks.*bridge absent"
+    FAIL_REGULAR_EXPRESSION "check failed|FAIL"
+    TIMEOUT 120 LABELS "bridge;ucx")
+  # Numbers, not a property (docs/bridges.md): the hit path with and
+  # without the bridge in one run; the forwarding thread's window.
+  regcache_add_test(NAME bridge-ucx-bench SOURCES bridge-ucx-bench.c
+    LIBS ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} ${CMAKE_DL_LIBS} LABELS bench ARGS hit)
+  target_include_directories(bridge-ucx-bench PRIVATE ${TOOLS_UCX_INCLUDE})
+  set_tests_properties(bridge-ucx-bench PROPERTIES
+    ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:regcache-ucx>;UCX_MEM_MMAP_HOOK_MODE=none;REGCACHE_MONITOR=bpf")
+  add_test(NAME bridge-ucx-window COMMAND ${PROJECT_BINARY_DIR}/tools/regcache-run
+    $<TARGET_FILE:bridge-ucx-bench> window)
+  set_tests_properties(bridge-ucx-window PROPERTIES
+    ENVIRONMENT "REGCACHE_MONITOR=bpf;REGCACHE_UCX_THREAD=1"
+    SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "bench")
+  foreach(m bpf userfaultfd)
+    # The bridge preloaded, UCX's hooks still on.
+    add_test(NAME bridge-ucx-hooks@${m} COMMAND bridge-ucx clean)
+    set_tests_properties(bridge-ucx-hooks@${m} PROPERTIES
+      ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:regcache-ucx>;REGCACHE_MONITOR=${m};UCX_MEM_MMAP_HOOK_MODE=bistro")
+    # As a user runs it: the launcher, UCX's hooks off.
+    add_test(NAME bridge-ucx-run@${m} COMMAND ${PROJECT_BINARY_DIR}/tools/regcache-run
+      $<TARGET_FILE:bridge-ucx> clean)
+    set_tests_properties(bridge-ucx-run@${m} PROPERTIES
+      ENVIRONMENT "REGCACHE_MONITOR=${m}")
+    set_tests_properties(bridge-ucx-hooks@${m} bridge-ucx-run@${m} PROPERTIES
+      SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "bridge;ucx;monitor;${m}")
+  endforeach()
+endif()
+
+# libfabric: Debian's static libfabric.a exports its MR cache functions, so
+# the test links the real 1.17 cache and imports through the public API.
+find_library(REGCACHE_FABRIC_STATIC NAMES libfabric.a)
+pkg_check_modules(TEST_FABRIC QUIET libfabric)
+# Its dependencies (pkg-config --static libfabric); Debian ships some of
+# them without the -dev symlink.
+set(fabric_deps "")
+foreach(dep psm_infinipath:1 psm2:2 rdmacm:1 ibverbs:1 efa:1)
+  string(REPLACE ":" ";" dep ${dep})
+  list(GET dep 0 name)
+  list(GET dep 1 so)
+  find_library(REGCACHE_FABRIC_DEP_${name} NAMES ${name} lib${name}.so.${so})
+  list(APPEND fabric_deps ${REGCACHE_FABRIC_DEP_${name}})
+endforeach()
+if(TARGET regcache-fabric AND REGCACHE_FABRIC_STATIC AND TEST_FABRIC_VERSION VERSION_EQUAL 1.17.0)
+  regcache_add_test(NAME bridge-fabric SOURCES bridge-fabric.c
+    LIBS regcache-fabric ${REGCACHE_FABRIC_STATIC} ${fabric_deps}
+         atomic Threads::Threads ${CMAKE_DL_LIBS}
+    LABELS bridge fabric ARGS memhooks ENV REGCACHE_FABRIC_IMPORT=0)
+  # fi_open must be visible to the bridge's dlsym(RTLD_DEFAULT).
+  set_target_properties(bridge-fabric PROPERTIES ENABLE_EXPORTS ON)
+  add_test(NAME bridge-fabric-uffd COMMAND bridge-fabric userfaultfd)
+  add_test(NAME bridge-fabric-override COMMAND bridge-fabric override)
+  set_tests_properties(bridge-fabric-uffd PROPERTIES ENVIRONMENT "REGCACHE_FABRIC_IMPORT=0")
+  add_test(NAME bridge-fabric-bench COMMAND bridge-fabric bench)
+  set_tests_properties(bridge-fabric-bench PROPERTIES
+    ENVIRONMENT "REGCACHE_FABRIC_IMPORT=0;REGCACHE_MONITOR=bpf"
+    SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "bench")
+  set_tests_properties(bridge-fabric-override PROPERTIES
+    ENVIRONMENT "FI_MR_CACHE_MONITOR=memhooks"
+    PASS_REGULAR_EXPRESSION "FI_MR_CACHE_MONITOR=memhooks is set"
+    FAIL_REGULAR_EXPRESSION "check failed|FAIL|expected")
+  set_tests_properties(bridge-fabric-uffd bridge-fabric-override PROPERTIES
+    SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "bridge;fabric")
+  foreach(m bpf userfaultfd)
+    add_test(NAME bridge-fabric@${m} COMMAND bridge-fabric bridge)
+    add_test(NAME bridge-fabric-call@${m} COMMAND bridge-fabric bridge-call)
+    set_tests_properties(bridge-fabric@${m} PROPERTIES ENVIRONMENT "REGCACHE_MONITOR=${m}")
+    set_tests_properties(bridge-fabric-call@${m} PROPERTIES
+      ENVIRONMENT "REGCACHE_MONITOR=${m};REGCACHE_FABRIC_IMPORT=0")
+    set_tests_properties(bridge-fabric@${m} bridge-fabric-call@${m} PROPERTIES
+      SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "bridge;fabric;monitor;${m}")
+  endforeach()
+endif()
+
+# regcache-demo's bridge rows: zero corrupted messages on both bridge rows,
+# and the libfabric cache on its own monitor, in the same run, shows
+# corruption (negative control: the DMA oracle can see it).
+if(TARGET regcache-demo)
+  add_test(NAME bridge-demo COMMAND regcache-demo --iterations 3000 --repeat 1
+    --modes ucx-bridge,fabric,fabric-bridge)
+  set_tests_properties(bridge-demo PROPERTIES
+    ENVIRONMENT "REGCACHE_MONITOR=bpf"
+    TIMEOUT 300 LABELS "bridge;demo"
+    PASS_REGULAR_EXPRESSION "bridge, no hooks +[0-9]+ +[0-9]+ +[0-9.]+% +0\nlibfabric MR cache, own monitor +[0-9]+ +[0-9]+ +[0-9.]+% +[1-9][0-9]*\nlibfabric MR cache \\+ bridge +[0-9]+ +[0-9]+ +[0-9.]+% +0\n.*regcache: zero corrupted messages"
+    FAIL_REGULAR_EXPRESSION "FAILED")
+endif()

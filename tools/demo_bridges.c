@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * regcache-demo's bridge rows (docs/bridges.md):
+ *   ucx-bridge       UCX's ucs_rcache fed by libregcache-ucx, UCX's libc
+ *                    hooks off, as `regcache-run` starts a program: the
+ *                    child re-executes the demo with LD_PRELOAD and
+ *                    UCX_MEM_MMAP_HOOK_MODE=none in its environment, since
+ *                    libucs reads them at exec
+ *   fabric           libfabric 1.17's MR cache on its own default monitor
+ *                    (memhooks)
+ *   fabric-bridge    the same cache on regcache's monitor, imported by
+ *                    libregcache-fabric
+ * The libfabric rows drive the real cache from Debian's static libfabric
+ * the way its verbs and efa providers do (there is no RDMA device here),
+ * with the demo's io_uring device as add_region/delete_region.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "demo.h"
+#include "rcache_ucx.h"
+
+#ifndef DEMO_BRIDGE_DIR
+#define DEMO_BRIDGE_DIR "."
+#endif
+
+static const char *bridge_dir(void)
+{
+	const char *d = getenv("REGCACHE_BRIDGE_DIR");
+
+	return d && *d ? d : DEMO_BRIDGE_DIR;
+}
+
+/* ------------------------------------------------------------------------
+ * ucx-bridge: re-execute the demo as the child
+ * ---------------------------------------------------------------------- */
+
+#define CHILD_ENV "REGCACHE_DEMO_BRIDGE_CHILD"
+#define OPT_ENV "REGCACHE_DEMO_BRIDGE_OPT"
+
+static void hex_encode(char *out, const void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", ((const unsigned char *)p)[i]);
+}
+
+static int hex_decode(void *p, size_t n, const char *in)
+{
+	if (!in || strlen(in) != 2 * n)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned v;
+
+		if (sscanf(in + 2 * i, "%2x", &v) != 1)
+			return -1;
+		((unsigned char *)p)[i] = (unsigned char)v;
+	}
+	return 0;
+}
+
+/* In the forked child of run_mode(): run @m here, or through exec. */
+void demo_bridge_child(const struct mode *m, int fd)
+{
+	char lib[4096], child[64];
+	char *opt;
+
+	if (m->kind != K_UCX_BRIDGE)
+		demo_child(m, fd);
+	snprintf(lib, sizeof(lib), "%s/libregcache-ucx.so.0", bridge_dir());
+	snprintf(child, sizeof(child), "%d:%d:%u",
+		 (int)(m - demo_modes), fd, demo_round);
+	opt = malloc(2 * sizeof(demo_opt) + 1);
+	if (!opt)
+		_exit(3);
+	hex_encode(opt, &demo_opt, sizeof(demo_opt));
+	setenv("LD_PRELOAD", lib, 1);
+	setenv("UCX_MEM_MMAP_HOOK_MODE", "none", 1);
+	setenv(CHILD_ENV, child, 1);
+	setenv(OPT_ENV, opt, 1);
+	execl("/proc/self/exe", "regcache-demo", (char *)NULL);
+	_exit(4);	/* the parent reports "child exited with status 4" */
+}
+
+/* In main(), first: if this process is a re-executed child, run it. */
+void demo_bridge_exec_child(void)
+{
+	const char *c = getenv(CHILD_ENV);
+	int idx, fd;
+	unsigned round;
+
+	if (!c || sscanf(c, "%d:%d:%u", &idx, &fd, &round) != 3 || idx < 0 ||
+	    idx >= NMODES || hex_decode(&demo_opt, sizeof(demo_opt),
+					getenv(OPT_ENV)))
+		return;
+	unsetenv(CHILD_ENV);
+	unsetenv(OPT_ENV);
+	demo_page_mask = (uintptr_t)sysconf(_SC_PAGESIZE) - 1;
+	demo_round = round;
+	demo_opt.progress = false;
+	demo_child(&demo_modes[idx], fd);
+}
+
+/* ------------------------------------------------------------------------
+ * libfabric 1.17.0's MR cache (include/ofi_mr.h at v1.17.0, as laid out in
+ * Debian's build; tests/bridge-fabric.c checks the same offsets)
+ * ---------------------------------------------------------------------- */
+
+#ifdef TOOLS_HAVE_FABRIC
+#include <rdma/fabric.h>
+
+struct lf_list { void *next, *prev; };
+
+struct lf_mr_info {
+	struct iovec iov;
+	int iface;
+	uint64_t device;
+	void *ipc_mapped_addr;
+	uint8_t ipc_handle[64];
+};
+
+struct lf_mr_entry {
+	struct lf_mr_info info;
+	void *node;
+	int use_cnt;
+	struct lf_list list_entry;
+	uint64_t hmem_info;
+	void *handle;
+};
+
+struct lf_mr_cache {
+	void *domain;
+	void *monitors[6];
+	struct lf_list notify_entries[6];
+	size_t entry_data_size;
+	char tree[64];
+	struct lf_list lru_list, dead_region_list;
+	pthread_mutex_t lock;
+	size_t counters[8];
+	void *entry_pool;
+	int (*add_region)(struct lf_mr_cache *cache, struct lf_mr_entry *entry);
+	void (*delete_region)(struct lf_mr_cache *cache, struct lf_mr_entry *entry);
+};
+_Static_assert(offsetof(struct lf_mr_entry, use_cnt) == 0x70, "1.17 entry");
+_Static_assert(offsetof(struct lf_mr_cache, lock) == 0x100, "1.17 cache");
+_Static_assert(offsetof(struct lf_mr_cache, add_region) == 0x170, "1.17 cache");
+
+int ofi_mr_cache_init(void *domain, void **monitors, struct lf_mr_cache *c);
+void ofi_mr_cache_cleanup(struct lf_mr_cache *c);
+int ofi_mr_cache_search(struct lf_mr_cache *c, const struct lf_mr_info *info,
+			struct lf_mr_entry **entry);
+void ofi_mr_cache_delete(struct lf_mr_cache *c, struct lf_mr_entry *entry);
+extern void *default_monitor, *memhooks_monitor, *uffd_monitor;
+extern char core_prov[];
+
+static struct lf_mr_cache cache;
+static _Alignas(64) char domain[4096];
+
+static int add_region(struct lf_mr_cache *c, struct lf_mr_entry *e)
+{
+	(void)c;
+	return dev_reg(&demo_dev, e->info.iov.iov_base, e->info.iov.iov_len,
+		       &e->handle);
+}
+
+static void delete_region(struct lf_mr_cache *c, struct lf_mr_entry *e)
+{
+	(void)c;
+	dev_dereg(&demo_dev, e->handle);
+}
+
+static int fabric_setup(bool bridge, char *info, size_t len)
+{
+	void *monitors[6] = { 0 };
+	struct fi_info *fi = NULL;
+
+	if (bridge) {
+		char lib[4096];
+		int (*stats)(unsigned long *);
+		unsigned long st[3];
+
+		/* Loaded in this child only: its constructor imports. */
+		snprintf(lib, sizeof(lib), "%s/libregcache-fabric.so.0",
+			 bridge_dir());
+		if (!dlopen(lib, RTLD_NOW | RTLD_GLOBAL)) {
+			snprintf(info, len, "cannot load libregcache-fabric.so.0");
+			return -ENOENT;
+		}
+		stats = (int (*)(unsigned long *))dlsym(RTLD_DEFAULT,
+							"regcache_fabric_bridge_stats");
+		if (!stats || !stats(st)) {
+			snprintf(info, len, "regcache's monitor was not imported");
+			return -ENOTSUP;
+		}
+	}
+	fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, NULL, &fi);	/* fi_ini */
+	fi_freeinfo(fi);
+	monitors[0] = default_monitor;
+	if (!default_monitor)
+		return -ENOTSUP;
+	*(const void **)(domain + 0x98) = core_prov;	/* util_domain.prov */
+	cache.entry_data_size = sizeof(void *);
+	cache.add_region = add_region;
+	cache.delete_region = delete_region;
+	snprintf(info, len, "%s", default_monitor == memhooks_monitor ? "memhooks" :
+		 default_monitor == uffd_monitor ? "userfaultfd" : "import");
+	return ofi_mr_cache_init(domain, monitors, &cache) ? -EIO : 0;
+}
+
+static int fabric_get(void *addr, size_t len, void **region, void **handle)
+{
+	struct lf_mr_info info = { .iov = { addr, len } };
+	struct lf_mr_entry *e;
+
+	if (ofi_mr_cache_search(&cache, &info, &e))
+		return -EIO;
+	*region = e;
+	*handle = e->handle;
+	return 0;
+}
+
+static void fabric_put(void *region)
+{
+	ofi_mr_cache_delete(&cache, region);
+}
+
+static void fabric_teardown(void)
+{
+	ofi_mr_cache_cleanup(&cache);
+}
+#else
+static int fabric_setup(bool bridge, char *info, size_t len)
+{
+	(void)bridge, (void)info, (void)len;
+	return -ENOSYS;
+}
+static int fabric_get(void *addr, size_t len, void **region, void **handle)
+{
+	(void)addr, (void)len, (void)region, (void)handle;
+	return -ENOSYS;
+}
+static void fabric_put(void *region)
+{
+	(void)region;
+}
+static void fabric_teardown(void)
+{
+}
+#endif
+
+/* ------------------------------------------------------------------------
+ * The cache interface of demo_caches.c for the bridge rows
+ * ---------------------------------------------------------------------- */
+
+static struct ucx_cache *ucx;
+static char fabric_info[64];
+
+bool demo_bridge_available(const struct mode *m, char *why, size_t len)
+{
+	char lib[4096];
+
+	snprintf(lib, sizeof(lib), "%s/libregcache-%s.so.0", bridge_dir(),
+		 m->kind == K_UCX_BRIDGE ? "ucx" : "fabric");
+	if (m->kind == K_UCX_BRIDGE && !ucx_version()) {
+		snprintf(why, len, "not built (libucx-dev missing at build time)");
+		return false;
+	}
+#ifndef TOOLS_HAVE_FABRIC
+	if (m->kind != K_UCX_BRIDGE) {
+		snprintf(why, len, "not built (needs Debian's libfabric-dev 1.17)");
+		return false;
+	}
+#endif
+	if (m->kind != K_FABRIC && access(lib, R_OK)) {
+		snprintf(why, len, "no %.80s (set REGCACHE_BRIDGE_DIR)", lib);
+		return false;
+	}
+	/* No monitor, no claim: the bridges would stand back. */
+	if (m->kind != K_FABRIC && !strcmp(regcache_monitor_name(), "none")) {
+		snprintf(why, len, "no regcache monitor here: the bridge stands back");
+		return false;
+	}
+	return true;
+}
+
+int demo_bridge_setup(void)
+{
+	switch (demo_cur->kind) {
+	case K_UCX_BRIDGE:
+		return ucx_cache_create(&demo_dev, demo_opt.max_regions, true, &ucx);
+	case K_FABRIC:
+	case K_FABRIC_BRIDGE:
+		return fabric_setup(demo_cur->kind == K_FABRIC_BRIDGE, fabric_info,
+				    sizeof(fabric_info));
+	default:
+		return -EINVAL;
+	}
+}
+
+int demo_bridge_get(void *addr, size_t len, void **region, void **handle)
+{
+	if (demo_cur->kind == K_UCX_BRIDGE)
+		return ucx_cache_get(ucx, addr, len, region, handle);
+	return fabric_get(addr, len, region, handle);
+}
+
+void demo_bridge_put(void *region)
+{
+	if (demo_cur->kind == K_UCX_BRIDGE)
+		ucx_cache_put(ucx, region);
+	else
+		fabric_put(region);
+}
+
+void demo_bridge_teardown(void)
+{
+	if (demo_cur->kind == K_UCX_BRIDGE)
+		ucx_cache_destroy(ucx);
+	else
+		fabric_teardown();
+}
