@@ -17,7 +17,8 @@ target_include_directories(regcached PRIVATE ${PROJECT_SOURCE_DIR}/src
   ${REGCACHE_BPF_OUT} ${PROJECT_SOURCE_DIR}/src/monitor/bpf)
 target_link_libraries(regcached PRIVATE PkgConfig::LIBBPF)
 include(GNUInstallDirs)
-install(TARGETS regcached RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
+install(TARGETS regcached RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR}
+  COMPONENT tools)
 
 # regcached-bench: the daemon's costs against the in-process bpf monitor.
 add_executable(regcached-bench ${CMAKE_CURRENT_LIST_DIR}/regcached-bench.c)
