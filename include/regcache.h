@@ -10,6 +10,10 @@
  *    to do about it; errno is left alone.
  *  - The hit path of regcache_get()/regcache_put() takes no lock shared by
  *    threads, allocates nothing and never logs.
+ *  - No call but regcache_version() is async-signal-safe: a miss takes the
+ *    cache's and the registrar's locks and may allocate, so a get or put
+ *    from a signal handler that interrupted one in the same thread can
+ *    deadlock. Hand the work to a thread instead.
  *
  * The guarantee: when regcache_get() returns a region for [addr, addr+len),
  * the device registration behind it covers exactly the physical pages that

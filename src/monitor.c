@@ -128,7 +128,8 @@ static void start_backend(void)
 		ret = ops->start(&rc_mon);
 		if (!ret) {
 			rc_info("monitor backend \"%s\" started%s", ops->name,
-				want ? " (from REGCACHE_MONITOR)" : "");
+				want && *want && strcmp(want, "auto") ?
+					" (from REGCACHE_MONITOR)" : "");
 			return;
 		}
 		rc_info("monitor backend \"%s\" unavailable: %s (regcache-info "
