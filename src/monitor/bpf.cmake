@@ -78,6 +78,11 @@ function(regcache_bpf_backend)
     COMMENT "bpftool gen skeleton rc_node"
     VERBATIM)
   add_custom_target(regcache_node_skel DEPENDS ${out}/rc_node.skel.h)
+  # Both skeletons need vmlinux.h: one target makes it first, or a parallel
+  # build runs its command twice into the same file.
+  add_custom_target(regcache_vmlinux_h DEPENDS ${out}/vmlinux.h)
+  add_dependencies(regcache_bpf_skel regcache_vmlinux_h)
+  add_dependencies(regcache_node_skel regcache_vmlinux_h)
   set(REGCACHE_BPF_OUT ${out} PARENT_SCOPE)
 
   target_sources(regcache PRIVATE src/monitor/bpf.c src/monitor/bpf_files.c
