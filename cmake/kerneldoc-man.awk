@@ -224,7 +224,9 @@ function end_decl(    i, j, name, n, lines) {
 		}
 		return
 	}
-	if (doc_name ~ /^struct /) {
+	# A documented typedef (a callback's type) is a type, listed with the
+	# structures in regcache(3), not a call with a page of its own.
+	if (doc_name ~ /^struct / || decl ~ /^typedef /) {
 		ns++
 		sname[ns] = doc_name
 		ssum[ns] = doc_sum

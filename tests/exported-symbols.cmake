@@ -13,6 +13,8 @@ function(declared_calls var)
   foreach(header ${ARGN})
     file(READ ${header} text)
     string(REGEX REPLACE "/\\*([^*]|\\*+[^*/])*\\*+/" "" text "${text}")
+    # A typedef of a function type (a callback) declares no call.
+    string(REGEX REPLACE "typedef[^;]*;" "" text "${text}")
     string(REGEX MATCHALL "[A-Za-z_0-9][ \t*]+regcache_[A-Za-z0-9_]+\\(" protos "${text}")
     foreach(p ${protos})
       string(REGEX MATCH "regcache_[A-Za-z0-9_]+" name "${p}")

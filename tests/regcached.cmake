@@ -13,14 +13,19 @@ add_dependencies(regcached-launch regcached)
 
 # regcached_add_test(NAME n SOURCES a.c ... [ROOT] [LIBS ...] [TIMEOUT s]
 #                    [DAEMON_ARGS ...] [RUNS "name:arg arg" ...])
+# PROGRAM: run an existing test program (a scenario of tests/CMakeLists.txt)
+# instead of building one from SOURCES.
 # RUNS: one CTest test per entry, named n-name, with the program's args;
 # without RUNS, one test n.
 function(regcached_add_test)
-  cmake_parse_arguments(T "ROOT" "NAME;TIMEOUT" "SOURCES;LIBS;DAEMON_ARGS;RUNS" ${ARGN})
-  if(NOT TARGET ${T_NAME})
-    add_executable(${T_NAME} ${T_SOURCES})
-    target_link_libraries(${T_NAME} PRIVATE regcache_test_helpers regcache ${T_LIBS})
-    target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  cmake_parse_arguments(T "ROOT" "NAME;TIMEOUT;PROGRAM" "SOURCES;LIBS;DAEMON_ARGS;RUNS" ${ARGN})
+  if(NOT T_PROGRAM)
+    set(T_PROGRAM ${T_NAME})
+  endif()
+  if(NOT TARGET ${T_PROGRAM})
+    add_executable(${T_PROGRAM} ${T_SOURCES})
+    target_link_libraries(${T_PROGRAM} PRIVATE regcache_test_helpers regcache ${T_LIBS})
+    target_include_directories(${T_PROGRAM} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   endif()
   set(launch $<TARGET_FILE:regcached-launch>)
   if(T_ROOT)
@@ -44,7 +49,7 @@ function(regcached_add_test)
     else()
       set(name ${T_NAME}-${suffix})
     endif()
-    add_test(NAME ${name} COMMAND ${launch} -- $<TARGET_FILE:${T_NAME}> ${args})
+    add_test(NAME ${name} COMMAND ${launch} -- $<TARGET_FILE:${T_PROGRAM}> ${args})
     set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77
       TIMEOUT ${T_TIMEOUT} LABELS "regcached;monitor")
   endforeach()
@@ -57,8 +62,9 @@ foreach(c ${scenario_cases})
   list(APPEND runs "${c}:${c} plain" "${c}@restart:${c} restart" "${c}@dead:${c} dead")
 endforeach()
 regcached_add_test(NAME regcached-scenarios SOURCES regcached-scenarios.c RUNS ${runs})
-regcached_add_test(NAME regcached-race SOURCES regcached-race.c
-  LIBS Threads::Threads TIMEOUT 300)
+# The cross-thread race scenario of the other monitors (monitor-race.c),
+# through the daemon as uid 65534.
+regcached_add_test(NAME monitor-race@regcached PROGRAM monitor-race TIMEOUT 300)
 # Attack tests speak the wire protocol by hand (regcached-wire.h).
 function(regcached_wire_test NAME)
   regcached_add_test(NAME ${NAME} SOURCES ${NAME}.c ${ARGN})
