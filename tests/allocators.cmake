@@ -50,7 +50,7 @@ function(regcache_add_allocator_tests)
     get_test_property(${t} LABELS labels)
     if(NOT t MATCHES "^([^@+]+)@([^@+]+)$" OR NOT "monitor" IN_LIST labels
        OR "bench" IN_LIST labels OR "limits" IN_LIST labels
-       OR "regcached" IN_LIST labels)
+       OR "regcached" IN_LIST labels OR "bridge" IN_LIST labels)
       continue()
     endif()
     set(exe ${CMAKE_MATCH_1})

@@ -21,7 +21,7 @@ regcache_add_test(NAME limits-rlimit SOURCES limits-rlimit.c
 # libFuzzer targets (tests/fuzz-*.c). They need clang, and the main build
 # uses gcc, so a clang sub-build (build-dir/fuzz) compiles the library with
 # ASan and coverage and links the targets; only the plain build makes it,
-# and each target runs for 20 s per monitor from its committed corpus
+# and each target runs for 10 s per monitor from its committed corpus
 # (tests/fuzz/corpus-*), writing what it finds to the build directory.
 # REGCACHE_FUZZ=OFF leaves it out; without clang it is left out with a
 # message.
@@ -81,7 +81,7 @@ elseif(REGCACHE_FUZZ AND NOT REGCACHE_SANITIZE)
       string(REGEX REPLACE "@.*" "" target ${run})
       set(out ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-${run})
       add_test(NAME fuzz-${run} COMMAND sh -c
-        "mkdir -p '${out}' && exec '${fuzz_dir}/tests/fuzz-${target}' -max_total_time=20 -timeout=10 -print_final_stats=1 -artifact_prefix='${out}-crash-' '${out}' '${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus-${target}'")
+        "mkdir -p '${out}' && exec '${fuzz_dir}/tests/fuzz-${target}' -max_total_time=10 -timeout=10 -print_final_stats=1 -artifact_prefix='${out}-crash-' '${out}' '${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus-${target}'")
       set_tests_properties(fuzz-${run} PROPERTIES TIMEOUT 120 LABELS fuzz
         ENVIRONMENT LD_PRELOAD=${asan_rt})
       if(run MATCHES "@(.*)$")
