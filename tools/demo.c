@@ -420,13 +420,8 @@ static bool has_cap_ipc_lock(void)
 	       (data[0].effective & CAP_TO_MASK(CAP_IPC_LOCK));
 }
 
-/*
- * Without CAP_IPC_LOCK the kernel lets this process pin RLIMIT_MEMLOCK
- * bytes, and regcache keeps 3/4 of that for itself. With the default sizes,
- * drop the largest until the workload fits in half of that budget (every
- * cache, naive ones too, then holds its set without thrashing), and say
- * so; with --sizes, warn.
- */
+/* Half of regcache's budget, 3/4 of @memlock, holds the workload of
+ * the first sizes this returns. */
 unsigned demo_fit_nsizes(unsigned long long memlock)
 {
 	unsigned keep = demo_opt.nsizes, fit;
@@ -439,6 +434,13 @@ unsigned demo_fit_nsizes(unsigned long long memlock)
 	return fit;
 }
 
+/*
+ * Without CAP_IPC_LOCK the kernel lets this process pin RLIMIT_MEMLOCK
+ * bytes, and regcache keeps 3/4 of that for itself. With the default sizes,
+ * drop the largest until the workload fits in half of that budget (every
+ * cache, naive ones too, then holds its set without thrashing), and say
+ * so; with --sizes, warn.
+ */
 static void fit_memlock(void)
 {
 	struct rlimit rl;
