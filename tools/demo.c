@@ -21,6 +21,9 @@
  *   ucx           UCX's ucs_rcache with the UCM memory hooks (libucx-dev)
  *   bpf, userfaultfd, none
  *                 regcache with that monitor (REGCACHE_MONITOR=...)
+ *   regcached     regcache served by a private regcached that the demo
+ *                 starts (root only), in a client that runs as an ordinary
+ *                 user (demo_regcached.c)
  * A corrupted operation is a message whose bytes the application does not
  * see: the device wrote them through a stale registration into pages that no
  * longer back the buffer (or, after mremap, into another live buffer).
@@ -74,6 +77,8 @@ struct mode demo_modes[NMODES] = {
 	{ "userfaultfd", "regcache, monitor userfaultfd", K_REGCACHE,
 	  "userfaultfd", true },
 	{ "none", "regcache, monitor none", K_REGCACHE, "none", true },
+	{ "regcached", "regcache via regcached, uid 65534", K_REGCACHE,
+	  "regcached", true },
 	{ "ucx-bridge", "UCX ucs_rcache + bridge, no hooks", K_UCX_BRIDGE,
 	  NULL, true },
 	{ "fabric", "libfabric MR cache, own monitor", K_FABRIC, NULL, true },
@@ -149,16 +154,25 @@ static int run_mode(const struct mode *m, struct result *res)
 	pid_t pid;
 
 	memset(res, 0, sizeof(*res));
-	if (pipe(fds))
-		return -errno;
+	if (demo_mode_regcached(m) && demo_regcached_start(res))
+		return 0;	/* res says why */
+	if (pipe(fds)) {
+		pid = -1;
+		goto out;
+	}
 	fflush(NULL);
 	pid = fork();
-	if (pid < 0)
-		return -errno;
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		goto out;
+	}
 	if (pid == 0) {
 		close(fds[0]);
 		if (m->kind == K_REGCACHE)
 			setenv("REGCACHE_MONITOR", m->monitor, 1);
+		if (demo_mode_regcached(m))
+			demo_regcached_child(m, fds[1]);
 		demo_bridge_child(m, fds[1]);
 	}
 	close(fds[1]);
@@ -187,7 +201,10 @@ static int run_mode(const struct mode *m, struct result *res)
 				 "child exited with status %d",
 				 WEXITSTATUS(status));
 	}
-	return 0;
+out:
+	if (demo_mode_regcached(m))
+		demo_regcached_stop(res);
+	return pid < 0 ? -EIO : 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -260,7 +277,7 @@ static void usage(FILE *f)
 "  -n, --iterations N   messages per mode (default %lu)\n"
 "  -s, --sizes LIST     buffer sizes, e.g. 1K,16K,128K,1M,4M,16M (the default)\n"
 "  -m, --modes LIST     any of nocache,naive,ucx,bpf,userfaultfd,none,\n"
-"                       ucx-bridge,fabric,fabric-bridge;\n"
+"                       regcached,ucx-bridge,fabric,fabric-bridge;\n"
 "                       regcache = every regcache monitor; all (default)\n"
 "      --seed N         workload seed (default 1)\n"
 "      --long-share P   %% of messages into long-lived buffers (default %u)\n"
@@ -340,8 +357,11 @@ static void print_ratios(const struct result *res, const bool *ran)
 	for (size_t i = 0; i < NMODES; i++) {
 		double v[MAX_REPEAT];
 
+		/* The regcached row runs a workload fitted to an ordinary
+		 * user's memlock limit: no ratio to the others. */
 		if (!ran[i] || res[i].status || demo_modes[i].kind != K_REGCACHE ||
-		    !strcmp(demo_modes[i].monitor, "none") || (naive < 0 && nocache < 0))
+		    !strcmp(demo_modes[i].monitor, "none") ||
+		    demo_mode_regcached(&demo_modes[i]) || (naive < 0 && nocache < 0))
 			continue;
 		/* Ratios within a round (the modes ran back to back), then
 		 * their median: steadier than a ratio of medians. */
@@ -400,6 +420,20 @@ static bool has_cap_ipc_lock(void)
 	       (data[0].effective & CAP_TO_MASK(CAP_IPC_LOCK));
 }
 
+/* Half of regcache's budget, 3/4 of @memlock, holds the workload of
+ * the first sizes this returns. */
+unsigned demo_fit_nsizes(unsigned long long memlock)
+{
+	unsigned keep = demo_opt.nsizes, fit;
+	size_t budget = memlock / 4 * 3;
+
+	while (demo_opt.nsizes > 2 && working_set() > budget / 2)
+		demo_opt.nsizes--;
+	fit = demo_opt.nsizes;
+	demo_opt.nsizes = keep;
+	return fit;
+}
+
 /*
  * Without CAP_IPC_LOCK the kernel lets this process pin RLIMIT_MEMLOCK
  * bytes, and regcache keeps 3/4 of that for itself. With the default sizes,
@@ -407,7 +441,7 @@ static bool has_cap_ipc_lock(void)
  * cache, naive ones too, then holds its set without thrashing), and say
  * so; with --sizes, warn.
  */
-static void fit_memlock(bool sizes_given)
+static void fit_memlock(void)
 {
 	struct rlimit rl;
 	size_t budget, before = demo_opt.nsizes;
@@ -418,7 +452,7 @@ static void fit_memlock(bool sizes_given)
 	budget = rl.rlim_cur / 4 * 3;
 	if (working_set() <= budget / 2)
 		return;
-	if (sizes_given) {
+	if (demo_opt.sizes_given) {
 		fprintf(stderr, "warning: RLIMIT_MEMLOCK is %llu KiB; pinning "
 			"these buffers needs about %zu KiB, so some "
 			"registrations will fail\n  (run as root, raise "
@@ -427,8 +461,7 @@ static void fit_memlock(bool sizes_given)
 			working_set() * 2 / 3 >> 10);
 		return;
 	}
-	while (demo_opt.nsizes > 2 && working_set() > budget / 2)
-		demo_opt.nsizes--;
+	demo_opt.nsizes = demo_fit_nsizes(rl.rlim_cur);
 	printf("RLIMIT_MEMLOCK is %llu KiB and this process lacks "
 	       "CAP_IPC_LOCK: regcache's\npinned-memory budget is %zu KiB, so "
 	       "the workload drops its %u largest buffer\nsize%s to fit (raise "
@@ -436,6 +469,17 @@ static void fit_memlock(bool sizes_given)
 	       (unsigned long long)rl.rlim_cur >> 10, budget >> 10,
 	       (unsigned)(before - demo_opt.nsizes),
 	       before - demo_opt.nsizes > 1 ? "s" : "");
+}
+
+/* The first @n of the buffer sizes. */
+static void print_sizes(unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		size_t v = demo_opt.sizes[i];
+		bool mib = v >= (1 << 20) && !(v & 0xfffff);
+
+		printf(mib ? " %zuM" : " %zuK", mib ? v >> 20 : v >> 10);
+	}
 }
 
 int main(int argc, char **argv)
@@ -461,14 +505,14 @@ int main(int argc, char **argv)
 	bool ran[NMODES] = { 0 }, runnable[NMODES] = { 0 };
 	char machine[256], a[32], b[32];
 	int c, status = 0;
-	bool failures = false, sizes_given = false;
+	bool failures = false;
 
 	demo_bridge_exec_child();	/* returns unless re-executed as a child */
 	while ((c = getopt_long(argc, argv, "n:s:m:r:vh", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'n': demo_opt.iterations = strtoul(optarg, NULL, 0); break;
 		case 's':
-			sizes_given = true;
+			demo_opt.sizes_given = true;
 			if (parse_sizes(optarg)) {
 				fprintf(stderr, "bad --sizes (sizes from 1 to 1G, "
 					"comma-separated, K/M suffixes)\n");
@@ -508,17 +552,13 @@ int main(int argc, char **argv)
 	}
 	demo_opt.progress = isatty(STDERR_FILENO);
 	machine_info(machine, sizeof(machine));
-	fit_memlock(sizes_given);
+	fit_memlock();
 
 	printf("regcache-demo: %lu messages per mode into %u long-lived and %u "
 	       "short-lived buffers\n", demo_opt.iterations, demo_opt.long_slots,
 	       demo_opt.short_slots);
 	printf("  buffer sizes:");
-	for (unsigned i = 0; i < demo_opt.nsizes; i++)
-		printf(demo_opt.sizes[i] >= (1 << 20) && !(demo_opt.sizes[i] & 0xfffff) ?
-		       " %zuM" : " %zuK", demo_opt.sizes[i] >= (1 << 20) &&
-		       !(demo_opt.sizes[i] & 0xfffff) ? demo_opt.sizes[i] >> 20 :
-		       demo_opt.sizes[i] >> 10);
+	print_sizes(demo_opt.nsizes);
 	printf(" (+-25%%). Every message is DMAed by io_uring\n"
 	       "  READ_FIXED through the buffer's registration, and every byte "
 	       "is checked\n  where the application looks. Short-lived buffers "
@@ -545,7 +585,22 @@ int main(int argc, char **argv)
 			ran[i] = true;
 			continue;
 		}
-		if (demo_modes[i].kind == K_REGCACHE &&
+		if (demo_mode_regcached(&demo_modes[i])) {
+			if (!demo_regcached_available(why, sizeof(why))) {
+				res[i].status = 1;
+				snprintf(res[i].info, sizeof(res[i].info), "%s", why);
+				ran[i] = true;
+				continue;
+			}
+			printf("  %s: a private regcached, started\n"
+			       "  by the demo for each run, serves a client without "
+			       "capabilities and with\n  RLIMIT_MEMLOCK %llu MiB, "
+			       "on the workload such a user gets: buffer sizes\n ",
+			       demo_modes[i].label, demo_regcached_memlock >> 20);
+			print_sizes(demo_opt.sizes_given ? demo_opt.nsizes :
+				    demo_fit_nsizes(demo_regcached_memlock));
+			printf(".\n\n");
+		} else if (demo_modes[i].kind == K_REGCACHE &&
 		    !monitor_available(demo_modes[i].monitor, why, sizeof(why))) {
 			res[i].status = 1;
 			snprintf(res[i].info, sizeof(res[i].info), "%s", why);

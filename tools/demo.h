@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <regcache.h>
 
@@ -34,6 +35,7 @@ struct demo_opt {
 	bool fill;
 	unsigned repeat;
 	unsigned timeout;	/* seconds per mode run */
+	bool sizes_given;	/* --sizes: never shrink them to fit */
 };
 extern struct demo_opt demo_opt;
 
@@ -55,8 +57,15 @@ struct mode {
 	bool selected;
 };
 
-#define NMODES 9
+#define NMODES 10
 extern struct mode demo_modes[NMODES];
+
+/* The row whose client is an ordinary user served by a private regcached
+ * (demo_regcached.c). */
+static inline bool demo_mode_regcached(const struct mode *m)
+{
+	return m->kind == K_REGCACHE && !strcmp(m->monitor, "regcached");
+}
 
 /* How a short-lived buffer goes away. The weights make the share of
  * allocator-style releases. */
@@ -102,13 +111,30 @@ void demo_cache_teardown(struct result *res);
  * process and write a struct result to @fd. */
 void demo_child(const struct mode *m, int fd) __attribute__((noreturn));
 
+/* demo.c: how many of the (ascending) sizes stay in the workload of a
+ * process without CAP_IPC_LOCK that may pin @memlock bytes (at least 2). */
+unsigned demo_fit_nsizes(unsigned long long memlock);
+
 /* demo_bridges.c: the UCX and libfabric bridge rows. */
 void demo_bridge_child(const struct mode *m, int fd) __attribute__((noreturn));
 void demo_bridge_exec_child(void);
+/* In a forked child: run @m in a fresh image of the demo, with this run's
+ * options and the environment the caller set. Returns only if exec failed. */
+void demo_reexec(const struct mode *m, int fd);
 bool demo_bridge_available(const struct mode *m, char *why, size_t len);
 int demo_bridge_setup(void);
 int demo_bridge_get(void *addr, size_t len, void **region, void **handle);
 void demo_bridge_put(void *region);
 void demo_bridge_teardown(void);
+
+/* demo_regcached.c: the regcached row. The parent starts a private daemon
+ * before each run of the row and stops it after (res reports a daemon
+ * that did not start, died or stopped badly); the child drops to an
+ * ordinary user and re-executes the demo as its client. */
+bool demo_regcached_available(char *why, size_t len);
+int demo_regcached_start(struct result *res);
+void demo_regcached_stop(struct result *res);
+void demo_regcached_child(const struct mode *m, int fd) __attribute__((noreturn));
+extern const unsigned long long demo_regcached_memlock;
 
 #endif

@@ -38,7 +38,7 @@ static const char *bridge_dir(void)
 }
 
 /* ------------------------------------------------------------------------
- * ucx-bridge: re-execute the demo as the child
+ * ucx-bridge: re-execute the demo as the child (the regcached row does too)
  * ---------------------------------------------------------------------- */
 
 #define CHILD_ENV "REGCACHE_DEMO_BRIDGE_CHILD"
@@ -64,26 +64,34 @@ static int hex_decode(void *p, size_t n, const char *in)
 	return 0;
 }
 
-/* In the forked child of run_mode(): run @m here, or through exec. */
-void demo_bridge_child(const struct mode *m, int fd)
+void demo_reexec(const struct mode *m, int fd)
 {
-	char lib[4096], child[64];
+	char child[64];
 	char *opt;
 
-	if (m->kind != K_UCX_BRIDGE)
-		demo_child(m, fd);
-	snprintf(lib, sizeof(lib), "%s/libregcache-ucx.so.0", bridge_dir());
 	snprintf(child, sizeof(child), "%d:%d:%u",
 		 (int)(m - demo_modes), fd, demo_round);
 	opt = malloc(2 * sizeof(demo_opt) + 1);
 	if (!opt)
-		_exit(3);
+		return;
 	hex_encode(opt, &demo_opt, sizeof(demo_opt));
-	setenv("LD_PRELOAD", lib, 1);
-	setenv("UCX_MEM_MMAP_HOOK_MODE", "none", 1);
 	setenv(CHILD_ENV, child, 1);
 	setenv(OPT_ENV, opt, 1);
 	execl("/proc/self/exe", "regcache-demo", (char *)NULL);
+	free(opt);
+}
+
+/* In the forked child of run_mode(): run @m here, or through exec. */
+void demo_bridge_child(const struct mode *m, int fd)
+{
+	char lib[4096];
+
+	if (m->kind != K_UCX_BRIDGE)
+		demo_child(m, fd);
+	snprintf(lib, sizeof(lib), "%s/libregcache-ucx.so.0", bridge_dir());
+	setenv("LD_PRELOAD", lib, 1);
+	setenv("UCX_MEM_MMAP_HOOK_MODE", "none", 1);
+	demo_reexec(m, fd);
 	_exit(4);	/* the parent reports "child exited with status 4" */
 }
 

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * regcache-demo's regcached row (docs/regcached.md): regcache in a process
+ * of an ordinary user, served by the node service. As root, the demo
+ * starts a private regcached on a socket in a fresh directory before each
+ * run of the row and stops it after, so it taxes no other row's syscalls.
+ * The row's child drops to what an ordinary user has (uid/gid 65534, no
+ * capabilities, an 8 MiB RLIMIT_MEMLOCK) and re-executes the demo with
+ * REGCACHE_MONITOR=regcached and REGCACHE_SOCKET set: a fresh image holds
+ * nothing of root's. It runs the workload fitted to that memlock limit, the
+ * one the demo itself runs for such a user.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "demo.h"
+
+#define CLIENT_ID 65534		/* nobody/nogroup */
+
+const unsigned long long demo_regcached_memlock = 8ull << 20;
+
+static char dir[64], sock_path[108];
+static pid_t daemon_pid = -1, demo_pid;
+static struct sigaction saved[3];
+static const int stop_signals[3] = { SIGINT, SIGTERM, SIGHUP };
+
+bool demo_regcached_available(char *why, size_t len)
+{
+#ifndef DEMO_REGCACHED
+	snprintf(why, len, "regcached not built (needs the eBPF monitor's "
+		 "toolchain)");
+	return false;
+#else
+	if (geteuid() != 0) {
+		snprintf(why, len, "left out: starting a private regcached "
+			 "needs root");
+		return false;
+	}
+	if (access(DEMO_REGCACHED, X_OK)) {
+		snprintf(why, len, "no regcached at %.100s", DEMO_REGCACHED);
+		return false;
+	}
+	return true;
+#endif
+}
+
+static bool socket_answers(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	ok = fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* Wait up to @ms for the daemon to exit; true if it did. */
+static bool reap(int *status, int ms)
+{
+	const struct timespec tick = { 0, 2000000 };
+
+	for (; ms > 0; ms -= 2) {
+		if (waitpid(daemon_pid, status, WNOHANG) == daemon_pid)
+			return true;
+		nanosleep(&tick, NULL);
+	}
+	return false;
+}
+
+/* Stop the daemon (SIGTERM, then SIGKILL after 5 s) and remove its socket
+ * directory. Async-signal-safe: stop_on_signal() calls it. Returns the
+ * daemon's wait status. */
+static int stop_daemon(void)
+{
+	int status = 0;
+
+	if (daemon_pid > 0) {
+		kill(daemon_pid, SIGTERM);
+		if (!reap(&status, 5000)) {
+			kill(daemon_pid, SIGKILL);
+			waitpid(daemon_pid, &status, 0);
+		}
+		daemon_pid = -1;
+	}
+	unlink(sock_path);
+	rmdir(dir);
+	return status;
+}
+
+/* Ctrl-C or a kill of the demo: no daemon or directory left behind. */
+static void stop_on_signal(int sig)
+{
+	if (getpid() == demo_pid)
+		stop_daemon();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void fail(struct result *res, int status, const char *what, int wstatus)
+{
+	res->status = status;
+	snprintf(res->info, sizeof(res->info), "%s (wait status %#x)", what,
+		 (unsigned)wstatus);
+}
+
+int demo_regcached_start(struct result *res)
+{
+#ifdef DEMO_REGCACHED
+	struct sigaction sa = { .sa_handler = stop_on_signal };
+	int status = 0;
+
+	demo_pid = getpid();
+	snprintf(dir, sizeof(dir), "/tmp/regcache-demo.XXXXXX");
+	/* The client, uid 65534, must reach the socket (mode 0666). */
+	if (!mkdtemp(dir) || chmod(dir, 0755)) {
+		res->status = -errno;
+		snprintf(res->info, sizeof(res->info), "socket directory: %s",
+			 strerror(errno));
+		rmdir(dir);
+		return -1;
+	}
+	snprintf(sock_path, sizeof(sock_path), "%s/regcached.sock", dir);
+	for (int i = 0; i < 3; i++)
+		sigaction(stop_signals[i], &sa, &saved[i]);
+	fflush(NULL);
+	daemon_pid = fork();
+	if (daemon_pid == 0) {
+		/* Never outlive the demo, even when it is SIGKILLed. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != demo_pid)
+			_exit(1);
+		execl(DEMO_REGCACHED, "regcached", "--socket", sock_path,
+		      (char *)NULL);
+		perror(DEMO_REGCACHED);
+		_exit(127);
+	}
+	for (int ms = 0; daemon_pid > 0 && ms < 10000; ms += 2) {
+		if (waitpid(daemon_pid, &status, WNOHANG) == daemon_pid) {
+			daemon_pid = -1;
+			/* Not in the initial PID namespace, no BPF: this
+			 * machine cannot run it, as the tests skip. */
+			fail(res, 1, "left out: regcached did not start here "
+			     "(its log above says why)", status);
+			break;
+		}
+		if (socket_answers())
+			return 0;
+		usleep(2000);
+	}
+	if (!res->status)
+		fail(res, daemon_pid < 0 ? -errno : -ETIMEDOUT,
+		     daemon_pid < 0 ? "could not start regcached" :
+		     "regcached did not answer within 10 s", 0);
+	demo_regcached_stop(res);
+	return -1;
+#else
+	fail(res, 1, "regcached not built", 0);
+	return -1;
+#endif
+}
+
+void demo_regcached_stop(struct result *res)
+{
+	int status = 0;
+	bool died = daemon_pid > 0 &&
+		    waitpid(daemon_pid, &status, WNOHANG) == daemon_pid;
+
+	if (died)
+		daemon_pid = -1;
+	else if (daemon_pid > 0)
+		status = stop_daemon();
+	stop_daemon();	/* the directory, in every case */
+	for (int i = 0; i < 3; i++)
+		sigaction(stop_signals[i], &saved[i], NULL);
+	if (res->status < 0)
+		return;	/* the first failure is the one to report */
+	if (died)
+		fail(res, -ECHILD, "regcached died during the run", status);
+	else if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fail(res, -ECHILD, "regcached stopped with an error", status);
+}
+
+void demo_regcached_child(const struct mode *m, int fd)
+{
+	struct rlimit rl = { demo_regcached_memlock, demo_regcached_memlock };
+	struct result res = { 0 };
+
+	setenv("REGCACHE_SOCKET", sock_path, 1);
+	if (!demo_opt.sizes_given)
+		demo_opt.nsizes = demo_fit_nsizes(demo_regcached_memlock);
+	/* Leaving uid 0 for good clears every capability set. */
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) ||
+	    setresgid(CLIENT_ID, CLIENT_ID, CLIENT_ID) ||
+	    setresuid(CLIENT_ID, CLIENT_ID, CLIENT_ID) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+		res.status = -errno;
+		snprintf(res.info, sizeof(res.info),
+			 "could not drop privileges: %s", strerror(errno));
+	} else {
+		demo_reexec(m, fd);
+		res.status = 1;
+		snprintf(res.info, sizeof(res.info), "left out: uid %d cannot "
+			 "execute this demo (%s)", CLIENT_ID, strerror(errno));
+	}
+	if (write(fd, &res, sizeof(res)) != sizeof(res))
+		_exit(3);
+	_exit(0);
+}
