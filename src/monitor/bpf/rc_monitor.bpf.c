@@ -613,7 +613,7 @@ static __always_inline void repeat(bool forget)
 }
 
 /* After the zap, before the mmap lock is dropped: no other thread can have
- * mapped the address again yet (kernel-facts.md: ~45 in 100000 reuses beat
+ * mapped the address again yet (docs/kernel-facts.md: ~45 in 100000 reuses beat
  * the exit hook). */
 SEC("tp_btf/mmap_lock_released")
 int BPF_PROG(rc_mmap_lock_released, struct mm_struct *mm, bool write)
