@@ -6,6 +6,25 @@ option(REGCACHE_MONITOR_BPF "build the eBPF monitor backend when possible" ON)
 set(REGCACHE_VMLINUX_BTF "/sys/kernel/btf/vmlinux" CACHE FILEPATH
   "BTF of the kernel the BPF programs are compiled against (CO-RE relocates them)")
 
+# Compile src/monitor/bpf/rc_monitor.bpf.c with the extra definition
+# @define into ${out}/@name.bpf.o and generate its skeleton @name.skel.h
+# (struct @name_bpf). Uses arch, out and src of the caller.
+macro(regcache_bpf_skeleton name define)
+  add_custom_command(OUTPUT ${out}/${name}.bpf.o
+    COMMAND ${REGCACHE_CLANG} -target bpf -O2 -g -D__TARGET_ARCH_${arch}
+            ${define} -Wall -Werror -I${out} -I${src} ${LIBBPF_CFLAGS}
+            -c ${src}/rc_monitor.bpf.c -o ${out}/${name}.bpf.o
+    DEPENDS ${src}/rc_monitor.bpf.c ${src}/rc_bpf_abi.h ${out}/vmlinux.h
+    COMMENT "clang -target bpf ${define} rc_monitor.bpf.c -> ${name}.bpf.o"
+    VERBATIM)
+  add_custom_command(OUTPUT ${out}/${name}.skel.h
+    COMMAND ${REGCACHE_BPFTOOL} gen skeleton ${out}/${name}.bpf.o name ${name}_bpf > ${out}/${name}.skel.h.tmp
+    COMMAND ${CMAKE_COMMAND} -E rename ${out}/${name}.skel.h.tmp ${out}/${name}.skel.h
+    DEPENDS ${out}/${name}.bpf.o
+    COMMENT "bpftool gen skeleton ${name}"
+    VERBATIM)
+endmacro()
+
 function(regcache_bpf_backend)
   if(NOT REGCACHE_MONITOR_BPF)
     message(STATUS "eBPF monitor: disabled (REGCACHE_MONITOR_BPF=OFF)")
@@ -48,35 +67,12 @@ function(regcache_bpf_backend)
     COMMAND ${CMAKE_COMMAND} -E rename ${out}/vmlinux.h.tmp ${out}/vmlinux.h
     COMMENT "vmlinux.h from ${REGCACHE_VMLINUX_BTF}"
     VERBATIM)
-  add_custom_command(OUTPUT ${out}/rc_monitor.bpf.o
-    COMMAND ${REGCACHE_CLANG} -target bpf -O2 -g -D__TARGET_ARCH_${arch}
-            -Wall -Werror -I${out} -I${src} ${LIBBPF_CFLAGS}
-            -c ${src}/rc_monitor.bpf.c -o ${out}/rc_monitor.bpf.o
-    DEPENDS ${src}/rc_monitor.bpf.c ${src}/rc_bpf_abi.h ${out}/vmlinux.h
-    COMMENT "clang -target bpf rc_monitor.bpf.c"
-    VERBATIM)
-  add_custom_command(OUTPUT ${out}/rc_monitor.skel.h
-    COMMAND ${REGCACHE_BPFTOOL} gen skeleton ${out}/rc_monitor.bpf.o name rc_monitor_bpf > ${out}/rc_monitor.skel.h.tmp
-    COMMAND ${CMAKE_COMMAND} -E rename ${out}/rc_monitor.skel.h.tmp ${out}/rc_monitor.skel.h
-    DEPENDS ${out}/rc_monitor.bpf.o
-    COMMENT "bpftool gen skeleton rc_monitor"
-    VERBATIM)
+  # One object and skeleton per variant of the same programs: the
+  # in-process monitor's, and the node's (-DRC_NODE), loaded once per node
+  # by the regcached daemon (tools/regcached.cmake).
+  regcache_bpf_skeleton(rc_monitor "")
+  regcache_bpf_skeleton(rc_node -DRC_NODE)
   add_custom_target(regcache_bpf_skel DEPENDS ${out}/rc_monitor.skel.h)
-  # The node variant of the same programs, loaded once per node by the
-  # regcached daemon (tools/regcached.cmake).
-  add_custom_command(OUTPUT ${out}/rc_node.bpf.o
-    COMMAND ${REGCACHE_CLANG} -target bpf -O2 -g -D__TARGET_ARCH_${arch}
-            -DRC_NODE -Wall -Werror -I${out} -I${src} ${LIBBPF_CFLAGS}
-            -c ${src}/rc_monitor.bpf.c -o ${out}/rc_node.bpf.o
-    DEPENDS ${src}/rc_monitor.bpf.c ${src}/rc_bpf_abi.h ${out}/vmlinux.h
-    COMMENT "clang -target bpf -DRC_NODE rc_monitor.bpf.c"
-    VERBATIM)
-  add_custom_command(OUTPUT ${out}/rc_node.skel.h
-    COMMAND ${REGCACHE_BPFTOOL} gen skeleton ${out}/rc_node.bpf.o name rc_node_bpf > ${out}/rc_node.skel.h.tmp
-    COMMAND ${CMAKE_COMMAND} -E rename ${out}/rc_node.skel.h.tmp ${out}/rc_node.skel.h
-    DEPENDS ${out}/rc_node.bpf.o
-    COMMENT "bpftool gen skeleton rc_node"
-    VERBATIM)
   add_custom_target(regcache_node_skel DEPENDS ${out}/rc_node.skel.h)
   # Both skeletons need vmlinux.h: one target makes it first, or a parallel
   # build runs its command twice into the same file.
