@@ -143,7 +143,8 @@ int main(void)
 	cache = t_uring_cache(&ring, 0, 0, 0);
 	t_monitor_require();
 	uffd = t_monitor_is("userfaultfd");
-	T_EXPECT_EQ(0, race(uffd ? T_SCALE(20000) : T_SCALE(100000), true));
+	T_EXPECT_EQ(0, race(uffd || t_monitor_is("regcached") ? T_SCALE(20000)
+						: T_SCALE(100000), true));
 	regcache_destroy(cache);
 	io_uring_queue_exit(&ring);
 	if (!uffd)

@@ -16,6 +16,7 @@ fi
 configs=("$@")
 [ ${#configs[@]} -gt 0 ] || configs=(plain asan tsan)
 jobs=$(nproc)
+failed=()
 for cfg in "${configs[@]}"; do
 	case "$cfg" in
 	plain) flags=() ;;
@@ -30,6 +31,11 @@ for cfg in "${configs[@]}"; do
 	cmake --build "$dir" -j "$jobs" >/dev/null
 	# Serial: monitor tests count attached BPF programs and VMAs, and
 	# the race tests need both cores.
-	(cd "$dir" && ctest --output-on-failure --timeout 600)
+	# A failing build does not stop the others: CI reports all three.
+	(cd "$dir" && ctest --output-on-failure --timeout 600) || failed+=("$cfg")
 done
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "=== tests FAILED in: ${failed[*]} ===" >&2
+	exit 1
+fi
 echo "=== all test builds passed: ${configs[*]} ==="
