@@ -1,12 +1,14 @@
 /*
- * Description: regcache_invalidate() also invalidates a registration that is
- * in flight. Thread W misses on a buffer and is inside ops->reg (pages
- * pinned, not yet indexed) when the application calls regcache_invalidate()
- * on the buffer, unmaps it and maps new pages at the same address, as the
- * REGCACHE_FLAG_EXPLICIT_INVALIDATE contract asks. W's registration must not
- * be cached: a later get (after the invalidate, the remap and W's put) must
- * register the new pages. The monitor path already does this (a published
- * range taints pending registrations); regcache_invalidate() must too.
+ * Description: an explicit drop also drops a registration that is in
+ * flight. REGCACHE_FLAG_EXPLICIT_INVALIDATE lets the application call
+ * regcache_invalidate() or regcache_flush() before it reuses memory. Thread
+ * W misses on a buffer and is inside ops->reg (old pages pinned, not yet
+ * indexed) when the application drops the buffer (argument "invalidate":
+ * regcache_invalidate() of the buffer; "flush": regcache_flush()), unmaps it
+ * and maps new pages at the same address. W's registration must not be
+ * cached: a later get (after the drop, the remap and W's put) must register
+ * the new pages. The monitor path does the same (a published range taints
+ * pending registrations); the explicit calls must too.
  * Oracle: READ_FIXED from a pipe through the region, and the frame numbers.
  */
 #include <string.h>
@@ -60,7 +62,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct regcache_params p = {
 		.ops = &ops, .ctx = &t,
@@ -68,8 +70,13 @@ int main(void)
 	};
 	struct regcache_region *r;
 	pthread_t th;
+	bool flush = argc > 1 && strcmp(argv[1], "flush") == 0;
 	void *q;
 
+	if (argc != 2 || (!flush && strcmp(argv[1], "invalidate") != 0)) {
+		fprintf(stderr, "usage: %s invalidate|flush\n", argv[0]);
+		return T_EXIT_FAIL;
+	}
 	t_registrar_init(&t, 64);
 	T_REQUIRE(regcache_create(&p, &c) == 0);
 	buf = t_map(LEN);
@@ -83,7 +90,10 @@ int main(void)
 	pthread_mutex_unlock(&m);
 
 	/* W has pinned the old pages. The application keeps its promise. */
-	regcache_invalidate(c, buf, LEN);
+	if (flush)
+		regcache_flush(c);
+	else
+		regcache_invalidate(c, buf, LEN);
 	q = mmap(buf, LEN, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 	T_REQUIRE(q == buf);
@@ -101,7 +111,7 @@ int main(void)
 		T_CHECK(t_registrar_same_pages(&t, r, buf));
 	if (!t_dma_visible(&t.ring, r, buf, LEN, 7)) {
 		fprintf(stderr, "stale: the DMA went to the pages that were "
-			"unmapped after regcache_invalidate()\n");
+			"unmapped after regcache_%s()\n", argv[1]);
 		t_failures++;
 	}
 	regcache_put(c, r);
