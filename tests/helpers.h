@@ -208,4 +208,14 @@ void t_passthrough_case(struct io_uring *ring, struct regcache *c, char *buf,
 			size_t len, void (*change)(void *), void *arg,
 			const char *what);
 
+/* (churn.c) get [buf, buf+len), DMA-check it, put; a failed get or a stale
+ * byte is reported and counted in t_failures (returns false). */
+bool t_get_dma_checked(struct io_uring *ring, struct regcache *c, char *buf,
+		       size_t len, unsigned seed);
+/* (churn.c) twelve DMA-checked gets of @buf and of a sub-range, across raw
+ * munmap, MAP_FIXED, mremap away and MADV_DONTNEED of its @len bytes
+ * (@len > 3100). */
+void t_churn_scenario(struct io_uring *ring, struct regcache *c, char *buf,
+		      size_t len);
+
 #endif

@@ -31,66 +31,6 @@
 #endif
 #define LEN 65536
 
-static bool check(struct io_uring *ring, struct regcache *c, char *buf,
-		  size_t len, unsigned seed)
-{
-	struct regcache_region *r;
-	bool ok;
-	int ret = regcache_get(c, buf, len, 0, &r);
-
-	if (ret) {
-		fprintf(stderr, "regcache_get(%p, %zu): %s\n", buf, len,
-			strerror(-ret));
-		t_failures++;
-		return false;
-	}
-	ok = t_dma_visible(ring, r, buf, len, seed);
-	regcache_put(c, r);
-	if (!ok) {
-		fprintf(stderr, "stale: DMA through the region of %p+%zu did "
-			"not reach the application's pages\n", buf, len);
-		t_failures++;
-	}
-	return ok;
-}
-
-/* Gets across changes of the buffer's pages; every one DMA-checked. */
-static void scenario(struct io_uring *ring, struct regcache *c, char *buf)
-{
-	for (unsigned i = 0; i < 12; i++) {
-		char *to;
-
-		check(ring, c, buf, LEN, i);
-		check(ring, c, buf + 100, 3000, i + 100);	/* a hit */
-		switch (i % 4) {
-		case 0:
-			T_REQUIRE(syscall(SYS_munmap, buf, LEN) == 0);
-			T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS |
-				       MAP_FIXED_NOREPLACE, -1, 0) == buf);
-			break;
-		case 1:
-			T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-				       -1, 0) == buf);
-			break;
-		case 2:
-			to = t_map(LEN);
-			T_REQUIRE(mremap(buf, LEN, LEN,
-					 MREMAP_MAYMOVE | MREMAP_FIXED, to) == to);
-			T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS |
-				       MAP_FIXED_NOREPLACE, -1, 0) == buf);
-			munmap(to, LEN);
-			break;
-		default:
-			T_REQUIRE(madvise(buf, LEN, MADV_DONTNEED) == 0);
-			break;
-		}
-		memset(buf, 0x5a, LEN);
-	}
-}
-
 static int count_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -192,7 +132,7 @@ static int case_nofile(int free_fds)
 	capture_end(strerror(EMFILE));
 	if (!c)
 		return t_exit_status();
-	scenario(&ring, c, buf);
+	t_churn_scenario(&ring, c, buf, LEN);
 	regcache_destroy(c);
 	if (count_fds() != fds) {
 		fprintf(stderr, "  %d descriptors open after regcache_destroy, "
@@ -223,11 +163,11 @@ static int case_memlock(size_t max_bytes)
 	c = create(&ring, max_bytes);
 	if (!c)
 		return t_exit_status();
-	scenario(&ring, c, buf);
+	t_churn_scenario(&ring, c, buf, LEN);
 	/* 16 buffers of 64 KiB, 1 MiB in all: idle ones must be evicted. */
 	for (int round = 0; round < 2; round++)
 		for (int i = 0; i < 16; i++)
-			check(&ring, c, many + i * LEN, LEN, i);
+			t_get_dma_checked(&ring, c, many + i * LEN, LEN, i);
 	/* More than the limit at once: a clear error, then recovery. */
 	ret = regcache_get(c, big, 1 << 20, 0, &held[0]);
 	if (ret == 0) {
@@ -252,7 +192,7 @@ static int case_memlock(size_t max_bytes)
 	T_CHECK(nheld >= 2);
 	while (nheld)
 		regcache_put(c, held[--nheld]);
-	scenario(&ring, c, buf);
+	t_churn_scenario(&ring, c, buf, LEN);
 	regcache_destroy(c);
 	return t_exit_status();
 }
@@ -279,7 +219,7 @@ static int case_as(size_t headroom)
 	capture_end(strerror(ENOMEM));
 	if (!c)
 		return t_exit_status();
-	scenario(&ring, c, buf);
+	t_churn_scenario(&ring, c, buf, LEN);
 	regcache_destroy(c);
 	return t_exit_status();
 }

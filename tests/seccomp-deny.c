@@ -74,67 +74,6 @@ static int install(long nr, int err)
 	return 0;
 }
 
-/* get + DMA check + put of [buf, buf+len); false on a stale byte. */
-static bool check(struct io_uring *ring, struct regcache *c, char *buf,
-		  size_t len, unsigned seed)
-{
-	struct regcache_region *r;
-	bool ok;
-	int ret = regcache_get(c, buf, len, 0, &r);
-
-	if (ret) {
-		fprintf(stderr, "regcache_get(%p, %zu): %s\n", buf, len,
-			strerror(-ret));
-		t_failures++;
-		return false;
-	}
-	ok = t_dma_visible(ring, r, buf, len, seed);
-	regcache_put(c, r);
-	if (!ok) {
-		fprintf(stderr, "stale: DMA through the region of %p+%zu did "
-			"not reach the application's pages\n", buf, len);
-		t_failures++;
-	}
-	return ok;
-}
-
-/* Gets across changes of the buffer's pages; every one DMA-checked. */
-static void scenario(struct io_uring *ring, struct regcache *c, char *buf)
-{
-	for (unsigned i = 0; i < 12; i++) {
-		char *to;
-
-		check(ring, c, buf, LEN, i);
-		check(ring, c, buf + 100, 3000, i + 100);	/* a hit */
-		switch (i % 4) {
-		case 0:
-			T_REQUIRE(syscall(SYS_munmap, buf, LEN) == 0);
-			T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS |
-				       MAP_FIXED_NOREPLACE, -1, 0) == buf);
-			break;
-		case 1:
-			T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-				       -1, 0) == buf);
-			break;
-		case 2:
-			to = t_map(LEN);
-			T_REQUIRE(mremap(buf, LEN, LEN,
-					 MREMAP_MAYMOVE | MREMAP_FIXED, to) == to);
-			T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS |
-				       MAP_FIXED_NOREPLACE, -1, 0) == buf);
-			munmap(to, LEN);
-			break;
-		default:
-			T_REQUIRE(madvise(buf, LEN, MADV_DONTNEED) == 0);
-			break;
-		}
-		memset(buf, 0x5a, LEN);
-	}
-}
-
 /* Where a hang happened: the last step printed before the kill. */
 static void step(const char *what)
 {
@@ -166,23 +105,23 @@ static int run_case(const struct deny *d, int err)
 		t_monitor_require();
 	printf("  monitor %s\n", regcache_monitor_name());
 	fflush(stdout);
-	scenario(&ring, c, buf);
+	t_churn_scenario(&ring, c, buf, LEN);
 	if (d->after) {
 		T_REQUIRE(install(d->nr, err) == 0);
 		step("filter installed");
 	}
-	scenario(&ring, c, buf);
+	t_churn_scenario(&ring, c, buf, LEN);
 	step("second cache");
 	t_ring_init(&ring2);
 	ret = regcache_uring_create(&ring2, &p, &c2);
 	if (ret == 0) {
-		scenario(&ring2, c2, buf);
+		t_churn_scenario(&ring2, c2, buf, LEN);
 		regcache_destroy(c2);
 	} else {
 		printf("  second regcache_uring_create failed: %s\n",
 		       strerror(-ret));
 	}
-	scenario(&ring, c, buf);
+	t_churn_scenario(&ring, c, buf, LEN);
 	step("regcache_destroy");
 	regcache_destroy(c);
 	return t_exit_status();
