@@ -15,7 +15,7 @@
  */
 #include "regcached-wire.h"
 
-#define ADDR 0x600020000000ul
+#define ADDR 0x52000000ul
 
 static int rep[2], gate[2], looped[2], resumed[2];
 

@@ -15,7 +15,7 @@
 #define FORKS 40
 #define LIMIT 16
 #define FILE_LIMIT 8
-#define ADDR 0x600050000000ul
+#define ADDR 0x55000000ul
 
 static int rep[2], hold[2], flood_rep[2];
 

@@ -13,8 +13,8 @@
  */
 #include "regcached-wire.h"
 
-#define VICTIM_ADDR 0x600000000000ul
-#define OWN_ADDR 0x600010000000ul
+#define VICTIM_ADDR 0x50000000ul
+#define OWN_ADDR 0x51000000ul
 
 struct report {
 	int connector_pid;

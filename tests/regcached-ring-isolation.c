@@ -15,7 +15,7 @@
 
 #include "regcached-wire.h"
 
-#define VICTIM_ADDR 0x600030000000ul
+#define VICTIM_ADDR 0x53000000ul
 
 static long sys_bpf(int cmd, union bpf_attr *a)
 {

@@ -53,7 +53,7 @@ static void attacker(const char *secret, const char *own)
 	sock = w_register(&ring);
 	T_REQUIRE(sock >= 0);
 	w_ring_map(&wa, ring);
-	q.start = 0x600040000000ul;
+	q.start = 0x54000000ul;
 	q.end = q.start + LEN;
 	q.pgoff_lo = 0;
 	q.pgoff_hi = LEN / 4096;

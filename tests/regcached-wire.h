@@ -222,8 +222,11 @@ static inline pid_t w_fork_at_pid(pid_t want, int (*fn)(void *), void *arg)
 }
 
 /* munmap a page at @addr over and over for @ms (a process whose unmaps an
- * attacker would like to read). The tests' addresses are above 0x6000...
- * so that they are free under ASan too (its shadow gap is lower). */
+ * attacker would like to read). The tests' addresses are 0x50000000 and up
+ * (below 2 GiB): application memory for AddressSanitizer (whose shadow and
+ * shadow gap lie above 2 GiB) and for ThreadSanitizer (which rewrites a
+ * hint outside its application ranges to NULL, even for
+ * MAP_FIXED_NOREPLACE), and left free by PIE programs. */
 static inline int w_unmap_loop(uintptr_t addr, int ms)
 {
 	struct timespec t0, t;
