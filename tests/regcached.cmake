@@ -67,8 +67,8 @@ regcached_add_test(NAME regcached-scenarios SOURCES regcached-scenarios.c RUNS $
 regcached_add_test(NAME monitor-race@regcached PROGRAM monitor-race TIMEOUT 300)
 # A forked child registers with the daemon as a client of its own (the
 # parent's ring and socket are not its own), and the parent's registration
-# outlives the child's exit.
-regcached_add_test(NAME monitor-fork@regcached PROGRAM monitor-fork)
+# outlives the child's exit. As root: the test reads frame numbers.
+regcached_add_test(NAME monitor-fork@regcached PROGRAM monitor-fork ROOT)
 # Attack tests speak the wire protocol by hand (regcached-wire.h).
 function(regcached_wire_test NAME)
   regcached_add_test(NAME ${NAME} SOURCES ${NAME}.c ${ARGN})
