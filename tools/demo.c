@@ -471,6 +471,21 @@ static void fit_memlock(void)
 	       before - demo_opt.nsizes > 1 ? "s" : "");
 }
 
+/*
+ * Messages served by a registration made before them and delivered where
+ * the application looks, in percent. A failed get is no hit, and neither
+ * is a corrupted message: the cache answered with a registration of pages
+ * that no longer back the buffer, which saved a registration only by
+ * losing the data.
+ */
+static double hit_rate(const struct result *r)
+{
+	unsigned long misses = r->regs + r->get_errors + r->corrupt;
+
+	return r->ops ? 100.0 * (r->ops > misses ? r->ops - misses : 0) /
+				r->ops : 0.0;
+}
+
 /* The first @n of the buffer sizes. */
 static void print_sizes(unsigned n)
 {
@@ -638,6 +653,9 @@ int main(int argc, char **argv)
 				res[i].status = one.status;
 				memcpy(res[i].info, one.info, sizeof(one.info));
 			}
+			res[i].ops += one.ops;
+			res[i].regs += one.regs;
+			res[i].reg_bytes += one.reg_bytes;
 			res[i].corrupt += one.corrupt;
 			res[i].io_errors += one.io_errors;
 			res[i].get_errors += one.get_errors;
@@ -658,8 +676,9 @@ int main(int argc, char **argv)
 	}
 
 	if (demo_opt.repeat > 1)
-		printf("medians of msgs/s over %u rounds; corrupted messages are "
-		       "totals\n", demo_opt.repeat);
+		printf("medians of msgs/s over %u rounds; regs, hit rate and "
+		       "corrupted messages are\nover all rounds; a corrupted "
+		       "message is no hit\n", demo_opt.repeat);
 	printf("%-34s %10s %9s %8s %10s\n", "mode", "msgs/s", "regs",
 	       "hit rate", "corrupted");
 	for (size_t i = 0; i < NMODES; i++) {
@@ -674,11 +693,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		printf("%-34s %10.0f %9s %7.1f%% %10s", demo_modes[i].label,
-		       r->ops / r->secs, fmt_count(a, r->regs),
-		       /* A failed get is no hit. */
-		       r->ops ? 100.0 * (r->ops > r->regs + r->get_errors ?
-					 r->ops - r->regs - r->get_errors : 0) /
-					r->ops : 0.0,
+		       r->ops / r->secs, fmt_count(a, r->regs), hit_rate(r),
 		       fmt_count(b, r->corrupt));
 		if (r->io_errors || r->get_errors)
 			printf("  (%lu I/O errors, %lu failed gets)",
