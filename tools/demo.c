@@ -341,7 +341,8 @@ static void print_causes(const struct result *res, const bool *ran)
 }
 
 /* The project's targets for the default workload: a caching regcache mode
- * keeps >= 0.9x the naive cache's speed and >= 10x that of no cache. */
+ * keeps >= 0.95x the naive cache's speed (0.9x with userfaultfd) and >= 10x
+ * that of no cache. */
 static void print_ratios(const struct result *res, const bool *ran)
 {
 	int nocache = -1, naive = -1;
@@ -358,10 +359,14 @@ static void print_ratios(const struct result *res, const bool *ran)
 		double v[MAX_REPEAT];
 
 		/* The regcached row runs a workload fitted to an ordinary
-		 * user's memlock limit: no ratio to the others. */
+		 * user's memlock limit: no ratio to the others unless that is
+		 * the workload they ran too (--sizes, or sizes that fit). */
 		if (!ran[i] || res[i].status || demo_modes[i].kind != K_REGCACHE ||
 		    !strcmp(demo_modes[i].monitor, "none") ||
-		    demo_mode_regcached(&demo_modes[i]) || (naive < 0 && nocache < 0))
+		    (demo_mode_regcached(&demo_modes[i]) &&
+		     !demo_opt.sizes_given &&
+		     demo_fit_nsizes(demo_regcached_memlock) != demo_opt.nsizes) ||
+		    (naive < 0 && nocache < 0))
 			continue;
 		/* Ratios within a round (the modes ran back to back), then
 		 * their median: steadier than a ratio of medians. */
@@ -369,8 +374,13 @@ static void print_ratios(const struct result *res, const bool *ran)
 		if (naive >= 0) {
 			for (unsigned r = 0; r < demo_opt.repeat; r++)
 				v[r] = rate[i][r] / rate[naive][r];
-			printf(" %.2fx the naive cache's msgs/s (target >= 0.9)%s",
-			       median(v, (int)demo_opt.repeat), nocache >= 0 ? "," : "");
+			/* userfaultfd pays a probe per hit and a monitor
+			 * wakeup per unmap of cached memory. */
+			printf(" %.2fx the naive cache's msgs/s (target >= %s)%s",
+			       median(v, (int)demo_opt.repeat),
+			       !strcmp(demo_modes[i].monitor, "userfaultfd") ?
+				       "0.9" : "0.95",
+			       nocache >= 0 ? "," : "");
 		}
 		if (nocache >= 0) {
 			for (unsigned r = 0; r < demo_opt.repeat; r++)
