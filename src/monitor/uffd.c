@@ -316,12 +316,14 @@ static bool own_file_table(void)
 }
 
 /* Cancellation (stop_thread) and exit: with a table of our own, its copy of
- * the userfaultfd must go before the thread exits, see uffd_stop(). */
+ * the userfaultfd must go before the thread exits, see uffd_stop(). Raw
+ * close(2): ThreadSanitizer models one file table per process and would
+ * see this close race with the other table's use of the same numbers. */
 static void close_own_fds(void *own)
 {
 	if (*(bool *)own) {
-		close(uffd.fd);
-		close(uffd.stop_fd);
+		syscall(SYS_close, uffd.fd);
+		syscall(SYS_close, uffd.stop_fd);
 	}
 }
 
