@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,7 @@ static const int stop_signals[3] = { SIGINT, SIGTERM, SIGHUP };
 static const char *regcached_path(void)
 {
 	static char path[4096];
-	char self[4096];
+	char self[4096], built[PATH_MAX];
 	ssize_t n;
 	char *slash;
 
@@ -56,7 +57,9 @@ static const char *regcached_path(void)
 	if (n <= 0)
 		return DEMO_REGCACHED;
 	self[n] = 0;
-	if (!strcmp(self, DEMO_SELF_BUILT))
+	/* The kernel's path is canonical; the build's may hold symlinks. */
+	if (!strcmp(self, realpath(DEMO_SELF_BUILT, built) ? built :
+						       DEMO_SELF_BUILT))
 		return DEMO_REGCACHED;
 	slash = strrchr(self, '/');
 	*slash = 0;
