@@ -137,6 +137,14 @@ step "the installed regcache-info and regcache-demo"
 regcache-info >/dev/null || fail "regcache-info exited with $?"
 regcache-demo --iterations 300 --repeat 1 --modes regcache >/dev/null ||
 	fail "regcache-demo exited with $?"
+# Its regcached row starts the installed daemon, not the build tree's.
+if [ -x /usr/sbin/regcached ]; then
+	out=$(regcache-demo --iterations 300 --repeat 1 --modes naive,regcached) ||
+		fail "regcache-demo --modes naive,regcached exited with $?"
+	if grep "no regcached at" <<<"$out"; then
+		fail "the installed regcache-demo did not find /usr/sbin/regcached"
+	fi
+fi
 
 step "man regcache_get"
 page=$(man -w regcache_get) || fail "man -w regcache_get finds no page"

@@ -21,3 +21,6 @@ if(REGCACHE_HAVE_BPF)
   regcache_add_test(NAME bpf-rlimit-as SOURCES bpf-rlimit-as.c
     MONITORS bpf LABELS bpf)
 endif()
+# What the monitor's start says about where its choice came from.
+regcache_add_test(NAME monitor-auto-log SOURCES monitor-auto-log.c
+  LABELS monitor)

@@ -1,11 +1,15 @@
 /*
  * Description: userfaultfd monitor, shutdown while other threads unmap:
- * worker threads keep unmapping and mapping again memory whose VMAs the
- * monitor registered, while the main thread destroys the last cache
- * (unregister everything, stop the thread, close the fd) and creates a new
- * one, many times. Nothing may hang (alarm() turns a hang into a failure),
- * and after each restart an mmap(MAP_FIXED) over a cached buffer is still
- * seen.
+ * worker threads keep unmapping memory whose VMAs the monitor registered
+ * (each munmap waits for the monitor thread's read) and mapping new
+ * buffers, while the main thread destroys the last cache (unregister
+ * everything, stop the thread, close the fd) and creates a new one, many
+ * times. Nothing may hang (alarm() turns a hang into a failure), and after
+ * each restart an mmap(MAP_FIXED) over a cached buffer is still seen.
+ * The workers map their new buffers anywhere (never MAP_FIXED at the
+ * address they just unmapped: between the two calls any other thread's
+ * mmap, the monitor's or a sanitizer's, may take that address, and the
+ * MAP_FIXED would then destroy it).
  */
 #include <signal.h>
 
@@ -15,22 +19,24 @@
 #define NBUF 16
 #define LEN 65536
 
-static char *bufs[2][NBUF];
+static _Atomic(char *) bufs[2][NBUF];
 static atomic_int stop;
 
 static void *unmapper(void *arg)
 {
-	char **mine = arg;
+	_Atomic(char *) *mine = arg;
 	unsigned i = 0;
 
 	while (!atomic_load(&stop)) {
-		char *b = mine[i++ % NBUF];
+		_Atomic(char *) *slot = &mine[i++ % NBUF];
+		char *b = atomic_load(slot);
 
 		T_REQUIRE(munmap(b, LEN) == 0);
-		T_REQUIRE(mmap(b, LEN, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
-			       0) == b);
+		b = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		T_REQUIRE(b != MAP_FAILED);
 		b[0] = 1;
+		atomic_store(slot, b);
 	}
 	return NULL;
 }
@@ -49,9 +55,10 @@ int main(void)
 	alarm(250);
 	for (int t = 0; t < 2; t++)
 		for (int i = 0; i < NBUF; i++)
-			bufs[t][i] = t_map(LEN);
+			atomic_store(&bufs[t][i], t_map(LEN));
 	for (int t = 0; t < 2; t++)
-		T_REQUIRE(pthread_create(&th[t], NULL, unmapper, bufs[t]) == 0);
+		T_REQUIRE(pthread_create(&th[t], NULL, unmapper,
+					 (void *)bufs[t]) == 0);
 
 	for (int round = 0; round < ROUNDS; round++) {
 		struct regcache_stats st, st2;
@@ -61,7 +68,8 @@ int main(void)
 		 * a get may race with their munmap: EFAULT is fine. */
 		for (int t = 0; t < 2; t++)
 			for (int i = 0; i < NBUF; i += 4)
-				if (!regcache_get(c, bufs[t][i], LEN, 0, &r))
+				if (!regcache_get(c, atomic_load(&bufs[t][i]),
+						  LEN, 0, &r))
 					regcache_put(c, r);
 		T_REQUIRE(regcache_get(c, probe, LEN, 0, &r) == 0);
 		regcache_put(c, r);

@@ -271,6 +271,12 @@ static void compute_targets(void)
 	target("miss overhead <= UCX's (null device)", mn / un, 1, true, d);
 	snprintf(d, sizeof(d), "%.0f vs UCX %.0f ns", mf, uf);
 	target("miss while filling to 1M <= UCX's", mf / uf, 1, true, d);
+	snprintf(d, sizeof(d), "%.1f ns vs getppid %.1f ns",
+		 val("mon_hit_1t_same", "userfaultfd"),
+		 val("mon_getppid", "userfaultfd"));
+	target("userfaultfd hit <= 1.5x getppid()",
+	       val("mon_hit_1t_same", "userfaultfd") /
+		       val("mon_getppid", "userfaultfd"), 1.5, true, d);
 }
 
 static void print_table(const char *machine, const char **errors, int nerr)
@@ -306,6 +312,7 @@ static void print_table(const char *machine, const char **errors, int nerr)
 	row_mon("hit, 1 thread, same buffer, ns", "mon_hit_1t_same", false);
 	row_mon("hit, 1 thread, 1000 buffers, ns", "mon_hit_1t_1000", false);
 	row_mon("  ... with NO_HIT_PROBE, ns", "mon_hit_noprobe_1000", false);
+	row_mon("getppid() in the same process, ns", "mon_getppid", false);
 	row_mon("miss overhead, io_uring 4 KiB, ns", "mon_miss_uring4k", false);
 	row_mon("munmap 1 page, not cached, ns", "munmap_uncached", true);
 	row_mon("munmap 1 page, cached, ns", "munmap_cached", true);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <regcache.h>
@@ -189,6 +190,16 @@ static double hit_loop(struct bcache *c, char *base, int nbuf, long stride,
 		if (++i == nbuf)
 			i = 0;
 	}
+	return (now_ns() - t0) / n;
+}
+
+/* ns per getppid() over @n calls: the cheapest syscall. */
+static double getppid_loop(long n)
+{
+	double t0 = now_ns();
+
+	for (long k = 0; k < n; k++)
+		syscall(SYS_getppid);
 	return (now_ns() - t0) / n;
 }
 
@@ -543,9 +554,13 @@ static void group_monitor(const char *who)
 	for (int rep = 0; rep < bench_opt.reps; rep++) {
 		same[rep] = hit_loop(&c, area, 1, 2, n);
 		distinct[rep] = hit_loop(&c, area, NBUF, 2, n);
+		nop[rep] = getppid_loop(n);
 	}
 	emit("mon_hit_1t_same", who, median(same, bench_opt.reps), "ns");
 	emit("mon_hit_1t_1000", who, median(distinct, bench_opt.reps), "ns");
+	/* The syscall floor, in the same process and rounds: the target for
+	 * a userfaultfd hit (one probe syscall) is a ratio to it. */
+	emit("mon_getppid", who, median(nop, bench_opt.reps), "ns");
 	monitor_figures(&c, who);
 	bcache_destroy(&c);
 

@@ -341,7 +341,8 @@ static void print_causes(const struct result *res, const bool *ran)
 }
 
 /* The project's targets for the default workload: a caching regcache mode
- * keeps >= 0.9x the naive cache's speed and >= 10x that of no cache. */
+ * keeps >= 0.95x the naive cache's speed (0.9x with userfaultfd) and >= 10x
+ * that of no cache. */
 static void print_ratios(const struct result *res, const bool *ran)
 {
 	int nocache = -1, naive = -1;
@@ -358,10 +359,14 @@ static void print_ratios(const struct result *res, const bool *ran)
 		double v[MAX_REPEAT];
 
 		/* The regcached row runs a workload fitted to an ordinary
-		 * user's memlock limit: no ratio to the others. */
+		 * user's memlock limit: no ratio to the others unless that is
+		 * the workload they ran too (--sizes, or sizes that fit). */
 		if (!ran[i] || res[i].status || demo_modes[i].kind != K_REGCACHE ||
 		    !strcmp(demo_modes[i].monitor, "none") ||
-		    demo_mode_regcached(&demo_modes[i]) || (naive < 0 && nocache < 0))
+		    (demo_mode_regcached(&demo_modes[i]) &&
+		     !demo_opt.sizes_given &&
+		     demo_fit_nsizes(demo_regcached_memlock) != demo_opt.nsizes) ||
+		    (naive < 0 && nocache < 0))
 			continue;
 		/* Ratios within a round (the modes ran back to back), then
 		 * their median: steadier than a ratio of medians. */
@@ -369,8 +374,13 @@ static void print_ratios(const struct result *res, const bool *ran)
 		if (naive >= 0) {
 			for (unsigned r = 0; r < demo_opt.repeat; r++)
 				v[r] = rate[i][r] / rate[naive][r];
-			printf(" %.2fx the naive cache's msgs/s (target >= 0.9)%s",
-			       median(v, (int)demo_opt.repeat), nocache >= 0 ? "," : "");
+			/* userfaultfd pays a probe per hit and a monitor
+			 * wakeup per unmap of cached memory. */
+			printf(" %.2fx the naive cache's msgs/s (target >= %s)%s",
+			       median(v, (int)demo_opt.repeat),
+			       !strcmp(demo_modes[i].monitor, "userfaultfd") ?
+				       "0.9" : "0.95",
+			       nocache >= 0 ? "," : "");
 		}
 		if (nocache >= 0) {
 			for (unsigned r = 0; r < demo_opt.repeat; r++)
@@ -469,6 +479,21 @@ static void fit_memlock(void)
 	       (unsigned long long)rl.rlim_cur >> 10, budget >> 10,
 	       (unsigned)(before - demo_opt.nsizes),
 	       before - demo_opt.nsizes > 1 ? "s" : "");
+}
+
+/*
+ * Messages served by a registration made before them and delivered where
+ * the application looks, in percent. A failed get is no hit, and neither
+ * is a corrupted message: the cache answered with a registration of pages
+ * that no longer back the buffer, which saved a registration only by
+ * losing the data.
+ */
+static double hit_rate(const struct result *r)
+{
+	unsigned long misses = r->regs + r->get_errors + r->corrupt;
+
+	return r->ops ? 100.0 * (r->ops > misses ? r->ops - misses : 0) /
+				r->ops : 0.0;
 }
 
 /* The first @n of the buffer sizes. */
@@ -638,6 +663,9 @@ int main(int argc, char **argv)
 				res[i].status = one.status;
 				memcpy(res[i].info, one.info, sizeof(one.info));
 			}
+			res[i].ops += one.ops;
+			res[i].regs += one.regs;
+			res[i].reg_bytes += one.reg_bytes;
 			res[i].corrupt += one.corrupt;
 			res[i].io_errors += one.io_errors;
 			res[i].get_errors += one.get_errors;
@@ -658,8 +686,9 @@ int main(int argc, char **argv)
 	}
 
 	if (demo_opt.repeat > 1)
-		printf("medians of msgs/s over %u rounds; corrupted messages are "
-		       "totals\n", demo_opt.repeat);
+		printf("medians of msgs/s over %u rounds; regs, hit rate and "
+		       "corrupted messages are\nover all rounds; a corrupted "
+		       "message is no hit\n", demo_opt.repeat);
 	printf("%-34s %10s %9s %8s %10s\n", "mode", "msgs/s", "regs",
 	       "hit rate", "corrupted");
 	for (size_t i = 0; i < NMODES; i++) {
@@ -674,11 +703,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		printf("%-34s %10.0f %9s %7.1f%% %10s", demo_modes[i].label,
-		       r->ops / r->secs, fmt_count(a, r->regs),
-		       /* A failed get is no hit. */
-		       r->ops ? 100.0 * (r->ops > r->regs + r->get_errors ?
-					 r->ops - r->regs - r->get_errors : 0) /
-					r->ops : 0.0,
+		       r->ops / r->secs, fmt_count(a, r->regs), hit_rate(r),
 		       fmt_count(b, r->corrupt));
 		if (r->io_errors || r->get_errors)
 			printf("  (%lu I/O errors, %lu failed gets)",

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,39 @@ static pid_t daemon_pid = -1, demo_pid;
 static struct sigaction saved[3];
 static const int stop_signals[3] = { SIGINT, SIGTERM, SIGHUP };
 
+#ifdef DEMO_REGCACHED
+/*
+ * The daemon this demo starts: the one built beside it when the demo runs
+ * from the build tree, otherwise the installed one, found relative to the
+ * demo's own directory (bin/ to sbin/ as CMake installed them), so that an
+ * installed tree still works after it was moved.
+ */
+static const char *regcached_path(void)
+{
+	static char path[4096];
+	char self[4096], built[PATH_MAX];
+	ssize_t n;
+	char *slash;
+
+	if (path[0])
+		return path;
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return DEMO_REGCACHED;
+	self[n] = 0;
+	/* The kernel's path is canonical; the build's may hold symlinks. */
+	if (!strcmp(self, realpath(DEMO_SELF_BUILT, built) ? built :
+						       DEMO_SELF_BUILT))
+		return DEMO_REGCACHED;
+	slash = strrchr(self, '/');
+	*slash = 0;
+	if (snprintf(path, sizeof(path), "%s/%s/regcached", self,
+		     DEMO_REGCACHED_FROM_BINDIR) >= (int)sizeof(path))
+		return DEMO_REGCACHED;
+	return path;
+}
+#endif
+
 bool demo_regcached_available(char *why, size_t len)
 {
 #ifndef DEMO_REGCACHED
@@ -48,8 +82,8 @@ bool demo_regcached_available(char *why, size_t len)
 			 "needs root");
 		return false;
 	}
-	if (access(DEMO_REGCACHED, X_OK)) {
-		snprintf(why, len, "no regcached at %.100s", DEMO_REGCACHED);
+	if (access(regcached_path(), X_OK)) {
+		snprintf(why, len, "no regcached at %.100s", regcached_path());
 		return false;
 	}
 	return true;
@@ -144,9 +178,9 @@ int demo_regcached_start(struct result *res)
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != demo_pid)
 			_exit(1);
-		execl(DEMO_REGCACHED, "regcached", "--socket", sock_path,
+		execl(regcached_path(), "regcached", "--socket", sock_path,
 		      (char *)NULL);
-		perror(DEMO_REGCACHED);
+		perror(regcached_path());
 		_exit(127);
 	}
 	for (int ms = 0; daemon_pid > 0 && ms < 10000; ms += 2) {

@@ -14,7 +14,10 @@
  *    backend registered, each with the generation at which its
  *    registration was last confirmed. It says what we may unregister, and
  *    lets a miss skip UFFDIO_REGISTER.
- *  - the sentinel: one private page, registered, that ->validate() probes.
+ *  - the sentinel: one private page, registered, that start() tests the
+ *    kernel with, and that ->validate() probes only on a kernel where the
+ *    empty-range probe fails its self-test (otherwise it is unmapped once
+ *    start() is done).
  * Both tables live under uffd.lock, which the monitor thread never takes:
  * a thread holding it may malloc, and a malloc may unmap watched memory and
  * sleep until the monitor thread reads the event (design rule 1).
@@ -73,7 +76,7 @@ static struct uffd_backend {
 	bool thread_running;
 	pthread_t thread;
 	uintptr_t page;
-	char *sentinel;		/* one registered page, probed by validate */
+	char *sentinel;		/* one registered page, or NULL */
 	/* Probe with UFFDIO_ZEROPAGE (cheaper). The sweep may turn it off
 	 * (register_sentinel) while hits read it: relaxed atomics, since
 	 * either probe answers correctly. */
@@ -86,6 +89,8 @@ static struct uffd_backend {
 	_Atomic uint64_t map_gen;	/* UNMAP/REMAP events read so far */
 	_Atomic uint64_t events;	/* every message read (statistics) */
 	_Atomic int ready;		/* the thread has started */
+	_Atomic bool stopping;		/* set by stop() before it wakes the
+					   thread */
 
 	/* Under lock. */
 	pthread_mutex_t lock;
@@ -269,6 +274,59 @@ static void drain(struct rc_monitor *mon, struct deferred *d)
 	}
 }
 
+/* Close @lo..@hi of this thread's table (no-op for an empty range). */
+static void close_fds_between(int lo, int hi)
+{
+	if (lo <= hi)
+		close_range((unsigned)lo, (unsigned)hi, 0);
+}
+
+/*
+ * Give the thread a file table of its own that holds only the userfaultfd,
+ * the eventfd and stderr (for its log lines). Then the application's table
+ * is shared by one task fewer; with no other thread, the kernel looks the
+ * userfaultfd up without taking a reference on every hit's probe (fdget's
+ * single-table path), a few ns of each. CLOSE_RANGE_UNSHARE copies only the
+ * descriptors below the first one closed, and the rest is closed at once:
+ * the copies of the application's files live for microseconds. Where
+ * close_range is missing or denied nothing changes. Returns whether the
+ * table is our own.
+ */
+static bool own_file_table(void)
+{
+	int keep[3] = { uffd.fd, uffd.stop_fd, STDERR_FILENO }, next = 0;
+
+	/* Sort the three (they may repeat if the application closed fd 2). */
+	for (int i = 1; i < 3; i++)
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	if (getenv("REGCACHE_UFFD_SHARED_FDS") ||
+	    close_range((unsigned)keep[2] + 1, ~0u, CLOSE_RANGE_UNSHARE))
+		return false;
+	for (int i = 0; i < 3; i++) {
+		close_fds_between(next, keep[i] - 1);
+		if (keep[i] + 1 > next)
+			next = keep[i] + 1;
+	}
+	return true;
+}
+
+/* Cancellation (stop_thread) and exit: with a table of our own, its copy of
+ * the userfaultfd must go before the thread exits, see uffd_stop(). Raw
+ * close(2): ThreadSanitizer models one file table per process and would
+ * see this close race with the other table's use of the same numbers. */
+static void close_own_fds(void *own)
+{
+	if (*(bool *)own) {
+		syscall(SYS_close, uffd.fd);
+		syscall(SYS_close, uffd.stop_fd);
+	}
+}
+
 /*
  * The single producer. It never allocates, frees, takes a lock that an
  * unmapping thread may hold, or unmaps anything: with one reader, unmapping
@@ -278,6 +336,7 @@ static void *monitor_thread(void *arg)
 {
 	struct rc_monitor *mon = arg;
 	struct deferred d = { .n = 0 };
+	bool own = own_file_table();
 
 	/* Release: start() returns only after this, so that whatever the C
 	 * runtime or a sanitizer maps for a new thread is mapped before the
@@ -286,7 +345,13 @@ static void *monitor_thread(void *arg)
 	/* Cancellable only inside poll(), where nothing is half done: see
 	 * stop_thread(). */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-	for (;;) {
+	pthread_cleanup_push(close_own_fds, &own);
+	/* The flag, not the eventfd's POLLIN: once stop() has put the
+	 * eventfd under the userfaultfd's number, drain() may read its count
+	 * through that number, and the wakeup would be lost. stop() sets the
+	 * flag before it writes the eventfd, so whichever read consumed the
+	 * count, the next check sees the flag. */
+	while (!atomic_load_explicit(&uffd.stopping, memory_order_seq_cst)) {
 		struct pollfd p[2] = {
 			{ .fd = uffd.fd, .events = POLLIN },
 			{ .fd = uffd.stop_fd, .events = POLLIN },
@@ -313,14 +378,13 @@ static void *monitor_thread(void *arg)
 		 * madvise calls cannot postpone it. */
 		if (ms_until_due(&d) == 0)
 			publish_deferred(mon, &d);
-		if (ret > 0 && (p[1].revents & POLLIN)) {
-			/* stop(): everything is unregistered and no event is
-			 * in flight; read what is left and go. */
-			drain(mon, &d);
-			publish_deferred(mon, &d);
-			return NULL;
-		}
 	}
+	/* stop(): everything is unregistered and no event is in flight;
+	 * read what is left and go. */
+	drain(mon, &d);
+	publish_deferred(mon, &d);
+	pthread_cleanup_pop(1);
+	return NULL;
 }
 
 /* ---------------------------------------------------------------------
@@ -404,6 +468,34 @@ static int probe(void)
 	return -errno;
 }
 
+/* ioctl(2) without libc's wrapper, for the hit probe: returns 0 or -errno
+ * and writes no errno. A few ns of every hit; the kernel sees the same
+ * call (seccomp filters included). */
+static inline long ioctl_raw(int fd, unsigned long cmd, void *arg)
+{
+#if defined(__x86_64__) && !defined(__ILP32__)
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "0"((long)SYS_ioctl), "D"((long)fd), "S"(cmd),
+			   "d"(arg)
+			 : "rcx", "r11", "memory");
+	return ret;
+#elif defined(__aarch64__)
+	register long x8 __asm__("x8") = SYS_ioctl;
+	register long x0 __asm__("x0") = fd;
+	register long x1 __asm__("x1") = (long)cmd;
+	register long x2 __asm__("x2") = (long)arg;
+
+	__asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2)
+			 : "memory");
+	return x0;
+#else
+	return ioctl(fd, cmd, arg) ? -errno : 0;
+#endif
+}
+
 /*
  * The hit probe: UFFDIO_WRITEPROTECT of an empty range. The kernel reads
  * mmap_changing before anything else and answers EAGAIN while it is
@@ -415,58 +507,89 @@ static int probe(void)
 static int hit_probe(void)
 {
 	struct uffdio_writeprotect wp = { .range = { 0, 0 }, .mode = 0 };
+	long ret;
 
 	if (!uffd.empty_probe)
 		return probe();
-	if (!ioctl(uffd.fd, UFFDIO_WRITEPROTECT, &wp))
+	ret = ioctl_raw(uffd.fd, UFFDIO_WRITEPROTECT, &wp);
+	if (!ret)
 		return -EPROTO;		/* an empty range cannot succeed */
-	return errno == EINVAL ? 0 : -errno;
+	return ret == -EINVAL ? 0 : (int)ret;
 }
 
-static void *unmap_page(void *page)
+struct scratch {
+	char *page;
+	_Atomic int done;	/* its munmap returned */
+};
+
+static void *unmap_scratch(void *arg)
 {
-	munmap(page, uffd.page);
+	struct scratch *sc = arg;
+
+	munmap(sc->page, uffd.page);
+	rc_store_release(&sc->done, 1);
 	return NULL;
+}
+
+/* Read and drop every queued event until @sc's munmap returned. Only the
+ * sentinel and the scratch page are registered yet, and no cache exists
+ * to be told; but every change of them waits for a read, whoever made it
+ * (an application thread's MAP_FIXED over an address it gave up, say),
+ * so reading one message and joining could wait forever. */
+static void drain_until_done(struct scratch *sc)
+{
+	struct pollfd p = { .fd = uffd.fd, .events = POLLIN };
+	struct uffd_msg m[4];
+
+	while (!rc_load_acquire(&sc->done))
+		if (read(uffd.fd, m, sizeof(m)) < 0 && errno == EAGAIN)
+			poll(&p, 1, 10);
+	while (read(uffd.fd, m, sizeof(m)) > 0)
+		;
 }
 
 /*
  * Before the thread starts: watch a scratch page, let another thread unmap
- * it, and require EAGAIN from the empty-range probe while the UNMAP event
+ * it, and require EAGAIN from the empty-range probe while an UNMAP event
  * is queued and unread, and 0 once it was read and the munmap returned.
  * Registered, the page's munmap queues an event and waits for our read,
- * so the read below always ends the wait.
+ * so the reads below always end the wait; every wait is bounded, so a
+ * munmap that queues nothing (it failed) only fails the check.
  */
 static bool empty_probe_works(void)
 {
 	struct pollfd p = { .fd = uffd.fd, .events = POLLIN };
-	char *page = mmap(NULL, uffd.page, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	struct uffd_msg m;
+	struct scratch sc = { .done = 0 };
 	pthread_t t;
-	bool ok;
+	bool ok = false;
 
 	uffd.empty_probe = true;
-	if (page == MAP_FAILED)
+	sc.page = mmap(NULL, uffd.page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sc.page == MAP_FAILED)
 		return false;
-	if (hit_probe() || uffd_register((uintptr_t)page,
-					 (uintptr_t)page + uffd.page)) {
-		munmap(page, uffd.page);
+	if (hit_probe() || uffd_register((uintptr_t)sc.page,
+					 (uintptr_t)sc.page + uffd.page)) {
+		munmap(sc.page, uffd.page);
 		return false;
 	}
-	if (pthread_create(&t, NULL, unmap_page, page)) {
+	if (pthread_create(&t, NULL, unmap_scratch, &sc)) {
 		/* Unregister first: nobody would read its UNMAP event. */
-		struct uffdio_range r = { (uintptr_t)page, uffd.page };
+		struct uffdio_range r = { (uintptr_t)sc.page, uffd.page };
 
 		if (!ioctl(uffd.fd, UFFDIO_UNREGISTER, &r))
-			munmap(page, uffd.page);
+			munmap(sc.page, uffd.page);
 		return false;
 	}
-	while (poll(&p, 1, -1) < 0 && errno == EINTR)
-		;
-	ok = hit_probe() == -EAGAIN;
-	while (read(uffd.fd, &m, sizeof(m)) < 0 &&
-	       (errno == EINTR || errno == EAGAIN))
-		poll(&p, 1, -1);
+	/* The event stays queued until we read it: poll until it is, or
+	 * until the munmap returned without one. */
+	while (!rc_load_acquire(&sc.done)) {
+		if (poll(&p, 1, 10) > 0) {
+			ok = hit_probe() == -EAGAIN;
+			break;
+		}
+	}
+	drain_until_done(&sc);
 	pthread_join(t, NULL);
 	return ok && hit_probe() == 0;
 }
@@ -536,7 +659,7 @@ static void sweep_locked(void)
 	/* A watched read-only VMA next to the sentinel may have merged with
 	 * it and been unregistered with it: register it again (idempotent). */
 	if (rc_range_set_retain_used(&uffd.areas, &uffd.watches, sweep_drop,
-				     NULL) > 0)
+				     NULL) > 0 && !uffd.empty_probe)
 		register_sentinel();
 }
 
@@ -744,6 +867,21 @@ static bool under_valgrind(void)
 	return pre && strstr(pre, "vgpreload");
 }
 
+/* With the empty probe nothing needs the sentinel any more: a page of ours
+ * that stays registered is one more page whose loss (an application's
+ * MAP_FIXED over an address it does not own) we would have to survive. No
+ * thread reads yet: unregister before the unmap, and keep the page mapped
+ * if that fails (closing the fd unregisters it). */
+static void drop_sentinel(void)
+{
+	struct uffdio_range r = { (uintptr_t)uffd.sentinel, uffd.page };
+
+	if (ioctl(uffd.fd, UFFDIO_UNREGISTER, &r))
+		return;
+	munmap(uffd.sentinel, uffd.page);
+	uffd.sentinel = NULL;
+}
+
 static int uffd_start(struct rc_monitor *mon)
 {
 	struct uffdio_api api = { .api = UFFD_API, .features = RC_UFFD_EVENTS };
@@ -821,9 +959,12 @@ static int uffd_start(struct rc_monitor *mon)
 			 rc_load_relaxed(&uffd.zeropage_probe) ?
 				 "UFFDIO_ZEROPAGE" :
 					       "UFFDIO_WRITEPROTECT");
+	else
+		drop_sentinel();
 
 	atomic_store_explicit(&uffd.gen, 0, memory_order_relaxed);
 	atomic_store_explicit(&uffd.ready, 0, memory_order_relaxed);
+	atomic_store_explicit(&uffd.stopping, false, memory_order_relaxed);
 	atomic_store_explicit(&uffd.map_gen, 1, memory_order_relaxed);
 	uffd.unreg_gen = 0;
 	/* Signals go to the application's threads, never to ours. */
@@ -908,6 +1049,7 @@ static void stop_thread(void)
 
 	if (!uffd.thread_running)
 		return;
+	atomic_store_explicit(&uffd.stopping, true, memory_order_seq_cst);
 	while ((n = write(uffd.stop_fd, &one, sizeof(one))) < 0 &&
 	       errno == EINTR)
 		;
@@ -923,7 +1065,7 @@ static void stop_thread(void)
 static void uffd_stop(struct rc_monitor *mon)
 {
 	struct uffdio_range sr = { (uintptr_t)uffd.sentinel, uffd.page };
-	bool sentinel_registered;
+	bool sentinel_registered = false;
 	int ret;
 
 	/* The thread keeps reading while we unregister, so threads that
@@ -936,11 +1078,13 @@ static void uffd_stop(struct rc_monitor *mon)
 	/* Changes begun before the unregistration raised mmap_changing;
 	 * once the probe succeeds the thread has read them all, and
 	 * nothing registered is left to raise it again. */
-	while (probe() == -EAGAIN)
+	while (hit_probe() == -EAGAIN)
 		sched_yield();
-	sentinel_registered = ioctl(uffd.fd, UFFDIO_UNREGISTER, &sr) != 0;
-	if (sentinel_registered && !ret)
-		ret = -errno;
+	if (uffd.sentinel) {
+		sentinel_registered = ioctl(uffd.fd, UFFDIO_UNREGISTER, &sr);
+		if (sentinel_registered && !ret)
+			ret = -errno;
+	}
 	if (ret)
 		rc_error("userfaultfd monitor: UFFDIO_UNREGISTER failed (%s): "
 			 "closing the userfaultfd unregisters what is left",
@@ -952,8 +1096,9 @@ static void uffd_stop(struct rc_monitor *mon)
 	 * before the thread exits: dup3 puts the eventfd under the same
 	 * number, which the thread may still poll and read (it reads no
 	 * event from it). The context is released when the thread's poll()
-	 * lets go of its reference, which unregisters every VMA and wakes
-	 * every waiter. */
+	 * lets go of its reference, or, when the thread has a file table of
+	 * its own, when it closes its copy before it returns; either
+	 * unregisters every VMA and wakes every waiter. */
 	if (dup3(uffd.stop_fd, uffd.fd, O_CLOEXEC) < 0)
 		rc_error("userfaultfd monitor: dup3: %s", strerror(errno));
 	stop_thread();
@@ -962,7 +1107,7 @@ static void uffd_stop(struct rc_monitor *mon)
 	/* A forked child may still hold a copy of the fd and keep the
 	 * context alive: then a sentinel we could not unregister stays
 	 * mapped (one page) rather than risk a munmap that never returns. */
-	if (!sentinel_registered)
+	if (uffd.sentinel && !sentinel_registered)
 		munmap(uffd.sentinel, uffd.page);
 	uffd.sentinel = NULL;
 	mon->gen = &mon->queue_head;

@@ -1,12 +1,20 @@
 /*
  * Description: userfaultfd monitor, numbers (not a pass/fail property): the
- * raw cost of the hit probes, with one thread and with two threads probing
- * at once, against getppid() as the syscall floor. UFFDIO_WRITEPROTECT of
- * an empty range (what ->validate() uses) fails right after the kernel's
- * mmap_changing check and takes no lock; on a sentinel page (the
- * fallback) UFFDIO_ZEROPAGE takes the VMA lock and UFFDIO_WRITEPROTECT
- * mode 0 the mmap lock. Argument: a scale.
+ * raw cost of the candidate hit probes against getppid() (the syscall
+ * floor), as medians of batches, every candidate interleaved with the
+ * others batch by batch so that a change of load hits them alike:
+ *  - UFFDIO_WRITEPROTECT of an empty range (what ->validate() uses), through
+ *    libc's ioctl() and through a raw syscall instruction;
+ *  - UFFDIO_WAKE of an empty range: it checks nothing, so it is the floor
+ *    of any ioctl on the userfaultfd (the ioctl path, not the handler);
+ *  - on a sentinel page (the fallback), UFFDIO_ZEROPAGE, which takes the
+ *    VMA lock, and UFFDIO_WRITEPROTECT mode 0, which takes the mmap lock;
+ * each alone in the process, with one idle thread that shares the file
+ * table (as the monitor thread did), with one idle thread that has its own
+ * (as the monitor thread now has), and with two threads probing at once.
+ * Argument: a scale.
  */
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <time.h>
 
@@ -15,17 +23,57 @@
 #include "device.h"
 #include "helpers.h"
 
-static int fd, mode, n;
-static char *zp, *wpp;
+#define NCAND 6
+#define PER 1000
 
-static void *run(void *out)
+static const char *const names[NCAND] = {
+	"getppid()", "empty WRITEPROTECT", "empty WRITEPROTECT, raw",
+	"empty WAKE (floor)", "ZEROPAGE, sentinel", "WRITEPROTECT, sentinel",
+};
+static int fd, batches;
+static char *zp, *wpp;
+static _Atomic int quit;
+
+static long raw_ioctl(int f, unsigned long cmd, void *arg)
 {
+#if defined(__x86_64__) && !defined(__ILP32__)
+	long ret;
+
+	__asm__ volatile("syscall" : "=a"(ret)
+			 : "0"((long)SYS_ioctl), "D"((long)f), "S"(cmd),
+			   "d"(arg)
+			 : "rcx", "r11", "memory");
+	return ret;
+#else
+	return ioctl(f, cmd, arg) ? -errno : 0;
+#endif
+}
+
+/* ns per call of candidate @c, over PER calls. */
+static double batch(int c)
+{
+	struct uffdio_writeprotect empty = { .range = { 0, 0 } };
+	struct uffdio_range none = { 0, 0 };
 	double t0 = now_ns();
 
-	for (int i = 0; i < n; i++) {
-		if (mode == 0) {
+	for (int i = 0; i < PER; i++) {
+		switch (c) {
+		case 0:
 			syscall(SYS_getppid);
-		} else if (mode == 1) {
+			break;
+		case 1:
+			if (!ioctl(fd, UFFDIO_WRITEPROTECT, &empty) ||
+			    errno != EINVAL)
+				T_REQUIRE(!"empty probe did not answer EINVAL");
+			break;
+		case 2:
+			T_REQUIRE(raw_ioctl(fd, UFFDIO_WRITEPROTECT, &empty) ==
+				  -EINVAL);
+			break;
+		case 3:
+			ioctl(fd, UFFDIO_WAKE, &none);
+			break;
+		case 4: {
 			struct uffdio_zeropage z = {
 				.range = { (uintptr_t)zp, 4096 },
 				.mode = UFFDIO_ZEROPAGE_MODE_DONTWAKE,
@@ -33,33 +81,55 @@ static void *run(void *out)
 
 			if (!ioctl(fd, UFFDIO_ZEROPAGE, &z) || errno != EEXIST)
 				T_REQUIRE(!"ZEROPAGE probe did not answer EEXIST");
-		} else if (mode == 2) {
+			break;
+		}
+		default: {
 			struct uffdio_writeprotect w = {
 				.range = { (uintptr_t)wpp, 4096 },
 			};
 
 			T_REQUIRE(ioctl(fd, UFFDIO_WRITEPROTECT, &w) == 0);
-		} else {
-			struct uffdio_writeprotect w = { .range = { 0, 0 } };
-
-			if (!ioctl(fd, UFFDIO_WRITEPROTECT, &w) ||
-			    errno != EINVAL)
-				T_REQUIRE(!"empty probe did not answer EINVAL");
+		}
 		}
 	}
-	*(double *)out = (now_ns() - t0) / n;
+	return (now_ns() - t0) / PER;
+}
+
+/* Median per candidate over @batches interleaved batches. */
+static void *measure(void *out)
+{
+	double *med = out, *v = calloc((size_t)batches * NCAND, sizeof(*v));
+
+	T_REQUIRE(v);
+	for (int b = 0; b < batches; b++)
+		for (int c = 0; c < NCAND; c++)
+			v[c * batches + b] = batch(c);
+	for (int c = 0; c < NCAND; c++)
+		med[c] = median(v + c * batches, batches);
+	free(v);
+	return NULL;
+}
+
+static void *idle(void *own_table)
+{
+	if (own_table)
+		T_REQUIRE(unshare(CLONE_FILES) == 0);
+	while (!quit)
+		usleep(1000);
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
-	static const char *const names[] = { "getppid()", "UFFDIO_ZEROPAGE",
-					     "UFFDIO_WRITEPROTECT",
-					     "empty WRITEPROTECT" };
+	static const char *const cases[4] = {
+		"alone", "+1 idle thread, shared fd table",
+		"+1 idle thread, own fd table", "2 threads at once (each)",
+	};
 	struct uffdio_api api = { .api = UFFD_API };
 	struct uffdio_register reg;
+	double med[4][NCAND], two[NCAND];
 
-	n = 20000 * (argc > 1 ? atoi(argv[1]) : 10);
+	batches = 40 * (argc > 1 ? atoi(argv[1]) : 10);
 	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | 1);
 	if (fd < 0) {
 		printf("SKIP: userfaultfd: %s\n", strerror(errno));
@@ -79,17 +149,32 @@ int main(int argc, char **argv)
 	reg.mode = UFFDIO_REGISTER_MODE_WP;
 	T_REQUIRE(ioctl(fd, UFFDIO_REGISTER, &reg) == 0);
 
-	for (mode = 0; mode < 4; mode++) {
-		double one, two[2];
+	measure(med[0]);
+	for (int own = 0; own < 2; own++) {
+		pthread_t t;
+
+		quit = 0;
+		T_REQUIRE(pthread_create(&t, NULL, idle,
+					 own ? (void *)1 : NULL) == 0);
+		usleep(20000);	/* let it unshare */
+		measure(med[1 + own]);
+		quit = 1;
+		pthread_join(t, NULL);
+	}
+	{
 		pthread_t th[2];
 
-		run(&one);
-		for (int i = 0; i < 2; i++)
-			T_REQUIRE(pthread_create(&th[i], NULL, run, &two[i]) == 0);
-		for (int i = 0; i < 2; i++)
-			pthread_join(th[i], NULL);
-		printf("%-20s 1 thread %5.0f ns; 2 threads at once %5.0f / "
-		       "%5.0f ns\n", names[mode], one, two[0], two[1]);
+		T_REQUIRE(pthread_create(&th[0], NULL, measure, med[3]) == 0);
+		T_REQUIRE(pthread_create(&th[1], NULL, measure, two) == 0);
+		pthread_join(th[0], NULL);
+		pthread_join(th[1], NULL);
+	}
+	printf("ns per call, medians of %d batches of %d calls\n", batches, PER);
+	for (int k = 0; k < 4; k++) {
+		printf("%s:\n", cases[k]);
+		for (int c = 0; c < NCAND; c++)
+			printf("  %-26s %7.1f ns  %.2fx getppid\n", names[c],
+			       med[k][c], med[k][c] / med[k][0]);
 	}
 	close(fd);
 	return t_exit_status();
