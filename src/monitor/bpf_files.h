@@ -37,6 +37,7 @@ struct rc_bpf_files {
 	int mountinfo_fd;
 	__u64 shmem_dev;
 	uint64_t nfiles;
+	struct rc_vma_source vmas;	/* for pruning bases, opened lazily */
 	unsigned nfs;
 	struct {
 		__u64 dev;
@@ -45,7 +46,8 @@ struct rc_bpf_files {
 };
 
 #define RC_BPF_FILES_INIT \
-	{ .lock = PTHREAD_MUTEX_INITIALIZER, .mountinfo_fd = -1 }
+	{ .lock = PTHREAD_MUTEX_INITIALIZER, .mountinfo_fd = -1,	\
+	  .vmas = { .maps_fd = -1 } }
 
 /**
  * rc_bpf_files_open - prepare to watch files
