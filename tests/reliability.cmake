@@ -12,8 +12,9 @@ add_test(NAME chaos-explicit COMMAND chaos --explicit --seconds 10)
 set_tests_properties(chaos-blind chaos-explicit PROPERTIES SKIP_RETURN_CODE 77
   TIMEOUT 120 LABELS "stress;chaos" ENVIRONMENT REGCACHE_MONITOR=none)
 # kill -9 cycles (10 s per monitor) and signal storms (10 s per monitor);
-# under the daemon as uid 65534 through regcached-launch, whose
-# --max-per-user 3 makes a leaked client slot visible.
+# these and chaos also run under the daemon, as uid 65534 through
+# regcached-launch (whose --max-per-user 3 makes a leaked client slot
+# visible to kill-cycle).
 regcache_add_test(NAME kill-cycle SOURCES kill-cycle.c
   LABELS stress chaos MONITORS bpf userfaultfd none TIMEOUT 150)
 regcache_add_test(NAME signal-storm SOURCES signal-storm.c
@@ -23,8 +24,9 @@ if(COMMAND regcached_add_test)
   regcached_add_test(NAME kill-cycle@regcached PROGRAM kill-cycle
     DAEMON_ARGS --max-per-user 3 TIMEOUT 150)
   regcached_add_test(NAME signal-storm@regcached PROGRAM signal-storm)
+  regcached_add_test(NAME chaos@regcached PROGRAM chaos TIMEOUT 150)
   set_tests_properties(kill-cycle@regcached signal-storm@regcached
-    PROPERTIES LABELS "regcached;monitor;stress;chaos")
+    chaos@regcached PROPERTIES LABELS "regcached;monitor;stress;chaos")
 endif()
 # seccomp filters and resource limits: fall back or fail clearly, 0 stale,
 # no hang (each case runs in a child killed after 20 s, 60 s under
