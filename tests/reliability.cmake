@@ -25,6 +25,12 @@ if(COMMAND regcached_add_test)
     DAEMON_ARGS --max-per-user 3 TIMEOUT 150)
   regcached_add_test(NAME signal-storm@regcached PROGRAM signal-storm)
   regcached_add_test(NAME chaos@regcached PROGRAM chaos TIMEOUT 150)
+  # The client's pull applies a burst of "everything" records once, as
+  # the in-process one does.
+  if(TARGET bpf-everything-once)
+    regcached_add_test(NAME bpf-everything-once@regcached
+      PROGRAM bpf-everything-once)
+  endif()
   set_tests_properties(kill-cycle@regcached signal-storm@regcached
     chaos@regcached PROPERTIES LABELS "regcached;monitor;stress;chaos")
 endif()
