@@ -112,9 +112,17 @@ static void *worker(void *arg)
 		atomic_fetch_add(&checks, 1);
 		atomic_fetch_add(&heartbeat[id], 1);
 		if (rnd(&seed) % 4 == 0) {
-			/* New pages at the same address (or elsewhere). */
-			T_REQUIRE(munmap(buf[i], len[i]) == 0);
-			buf[i] = t_map(len[i]);
+			/* New pages: elsewhere, or in place (MAP_FIXED). */
+			if (rnd(&seed) % 2) {
+				T_REQUIRE(munmap(buf[i], len[i]) == 0);
+				buf[i] = t_map(len[i]);
+			} else {
+				T_REQUIRE(mmap(buf[i], len[i],
+					       PROT_READ | PROT_WRITE,
+					       MAP_PRIVATE | MAP_ANONYMOUS |
+						       MAP_FIXED, -1,
+					       0) == buf[i]);
+			}
 		}
 	}
 	for (int i = 0; i < NBUF; i++)
@@ -149,11 +157,11 @@ static void *control(void *arg)
 			pthread_mutex_lock(&dma_lock);
 			t_case_begin(&k, &ring, c, buf, 4 * page);
 			pthread_mutex_unlock(&dma_lock);
-			T_REQUIRE(munmap(buf, 4 * page) == 0);
+			/* New pages in place, atomically (other threads
+			 * map memory meanwhile). */
 			T_REQUIRE(mmap(buf, 4 * page, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS |
-					       MAP_FIXED_NOREPLACE, -1,
-				       0) == buf);
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+				       -1, 0) == buf);
 			if (!dma_check(&ring, k.held, buf, 4 * page, 77))
 				atomic_fetch_add(&controls_stale, 1);
 			regcache_put(c, k.held);
