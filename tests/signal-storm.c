@@ -145,26 +145,27 @@ static void *control(void *arg)
 	c = t_uring_cache(&ring, 0, 0, 0);
 	T_REQUIRE(pipe(fds) == 0);
 	while (!atomic_load(&stop)) {
-		struct t_case k;
 		char *buf = t_map(4 * page);
 		ssize_t n = read(fds[0], &ch, 1);	/* empty: blocks */
 
 		if (n < 0 && errno == EINTR)
 			atomic_fetch_add(&eintr_seen, 1);
 		if (!t_monitor_is("none")) {
-			/* A held registration of pages that munmap
-			 * replaced: DMA must land elsewhere. */
-			pthread_mutex_lock(&dma_lock);
-			t_case_begin(&k, &ring, c, buf, 4 * page);
-			pthread_mutex_unlock(&dma_lock);
+			/* A registration held across new pages at its
+			 * address: DMA through it must land elsewhere. */
+			struct regcache_region *r;
+
+			T_REQUIRE(regcache_get(c, buf, 4 * page, 0, &r) == 0);
+			if (!dma_check(&ring, r, buf, 4 * page, 76))
+				atomic_fetch_add(&stale, 1);
 			/* New pages in place, atomically (other threads
 			 * map memory meanwhile). */
 			T_REQUIRE(mmap(buf, 4 * page, PROT_READ | PROT_WRITE,
 				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
 				       -1, 0) == buf);
-			if (!dma_check(&ring, k.held, buf, 4 * page, 77))
+			if (!dma_check(&ring, r, buf, 4 * page, 77))
 				atomic_fetch_add(&controls_stale, 1);
-			regcache_put(c, k.held);
+			regcache_put(c, r);
 			atomic_fetch_add(&controls, 1);
 		}
 		munmap(buf, 4 * page);
