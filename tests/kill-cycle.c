@@ -401,7 +401,8 @@ static void control_leak(bool bpf, int n, int expect)
 			t_failures++;
 		} else {
 			printf("kill-cycle: negative control ok: a stopped "
-			       "victim's %u programs are seen\n", left);
+			       "victim's %u program references are seen\n",
+			       left);
 		}
 	}
 	if (expect) {
@@ -505,7 +506,8 @@ int main(int argc, char **argv)
 		unsigned left = progs_left(0, REAP_SECONDS);
 
 		printf("kill-cycle: %lu victims stopped before the kill held %u "
-		       "BPF programs; %u still loaded %d s later\n",
+		       "references to BPF programs (a link counts its "
+		       "program again); %u still loaded %d s later\n",
 		       attributed, nheld, left, REAP_SECONDS);
 		T_EXPECT_EQ(0, left);
 		T_CHECK(nheld > 0);
