@@ -15,7 +15,8 @@
  * Negative controls, under the same storm: a read() from an empty pipe in
  * a thread that takes SIGUSR2 must fail with EINTR (the storm interrupts
  * blocking calls, so an EINTR regcache let out would be seen), and DMA
- * through a registration held across new pages mapped over it (MAP_FIXED) must be seen as stale.
+ * through a registration held while new pages are mapped over it
+ * (MAP_FIXED) must be seen as stale.
  *
  * Usage: signal-storm [--seconds S]   (default 10)
  */
