@@ -611,7 +611,7 @@ static void change_mprotect(struct slot *sl, unsigned *s)
  * (copy-on-write on both sides). */
 static void change_fork(struct slot *sl, unsigned *s)
 {
-	pid_t pid;
+	pid_t pid, parent = getpid();
 	int status;
 
 	(void)s;
@@ -624,6 +624,7 @@ static void change_fork(struct slot *sl, unsigned *s)
 	if (pid == 0) {
 		struct timespec ts = { 0, 200000 };
 
+		t_die_with_parent(parent);
 		memset(sl->addr, 0x77, sl->len);
 		nanosleep(&ts, NULL);
 		_exit(0);
@@ -674,7 +675,7 @@ static void change_file(struct slot *sl, unsigned *s)
 	}
 	invalidate(sl->addr, sl->len);
 	if (op == 1) {
-		pid_t pid;
+		pid_t pid, parent = getpid();
 		int status;
 		off_t len = (off_t)sl->len;
 
@@ -684,8 +685,10 @@ static void change_file(struct slot *sl, unsigned *s)
 			error("fork: %s", strerror(errno));
 			return;
 		}
-		if (pid == 0)
+		if (pid == 0) {
+			t_die_with_parent(parent);
 			_exit(ftruncate(sl->fd, 0) || ftruncate(sl->fd, len));
+		}
 		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 		    WEXITSTATUS(status))
 			error("truncating child failed (status %#x)", status);

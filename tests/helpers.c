@@ -11,6 +11,9 @@
 #include <linux/bpf.h>
 #include <linux/userfaultfd.h>
 
+#include <signal.h>
+#include <sys/prctl.h>
+
 #include "helpers.h"
 
 int t_failures;
@@ -162,6 +165,12 @@ static unsigned char pattern_byte(unsigned seed, size_t i)
 	return (unsigned char)((seed * 131u + i * 7u + (i >> 8)) | 1u);
 }
 
+void t_die_with_parent(pid_t parent)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(T_EXIT_FAIL);
+}
+
 bool t_dma_visible(struct io_uring *ring, struct regcache_region *region,
 		   void *buf, size_t len, unsigned seed)
 {
@@ -186,7 +195,10 @@ bool t_dma_visible(struct io_uring *ring, struct regcache_region *region,
 	io_uring_prep_read_fixed(sqe, fds[0], dst, len, 0,
 				 regcache_region_buf_index(region));
 	T_REQUIRE(io_uring_submit(ring) == 1);
-	T_REQUIRE(io_uring_wait_cqe(ring, &cqe) == 0);
+	/* A signal handler may interrupt the wait (signal-storm). */
+	while ((ret = io_uring_wait_cqe(ring, &cqe)) == -EINTR)
+		;
+	T_REQUIRE(ret == 0);
 	ret = cqe->res;
 	io_uring_cqe_seen(ring, cqe);
 	close(fds[0]);

@@ -97,6 +97,15 @@ void t_monitor_only(const char *name);
  */
 void t_monitor_skip_unavailable(const char *name);
 
+/*
+ * In a forked child: die (SIGKILL) when the thread that forked it dies, so
+ * that a test killed by its timeout leaves no child behind (an orphan
+ * keeps the shared lock file of the test runs open). @parent is the
+ * parent's pid before fork(); if it already died, exit at once. A change
+ * of credentials (dropping privileges) clears this: call it after that.
+ */
+void t_die_with_parent(pid_t parent);
+
 /* A ring for fixed-buffer DMA; exits FAIL if io_uring is unavailable. */
 void t_ring_init(struct io_uring *ring);
 

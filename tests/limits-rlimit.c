@@ -239,14 +239,17 @@ static void run(const char *what, int (*fn)(size_t), size_t arg)
 {
 	double t0 = now();
 	int status = 0;
-	pid_t pid;
+	pid_t pid, parent = getpid();
 
 	printf("%s:\n", what);
 	fflush(stdout);
 	pid = fork();
 	T_REQUIRE(pid >= 0);
 	if (pid == 0) {
-		int rc = fn(arg);
+		int rc;
+
+		t_die_with_parent(parent);
+		rc = fn(arg);
 
 		fflush(stdout);
 		_exit(rc);

@@ -11,6 +11,13 @@
  * PROGRAM's status; a daemon that dies on its own, or stops with an error,
  * fails the test. Not root: exit 77 with the reason.
  *
+ * PROGRAM runs in a process group of its own, and whatever is left of it
+ * (children it forked, which may have dropped privileges or outlived it on
+ * purpose) is SIGKILLed when PROGRAM exits, and also when the launcher
+ * itself is killed (a CTest timeout): a guardian process, which does
+ * nothing but wait for the launcher to die, kills the group then. An
+ * orphan would otherwise keep the test runs' shared lock file open.
+ *
  * Control channel: fd $RCD_TEST_CONTROL; the program writes one byte and
  * reads one back ('+' done, '-' failed): 'K' SIGKILL the daemon, 'S' start
  * it again (same socket), 'T' SIGTERM it. So an unprivileged test can kill
@@ -44,6 +51,7 @@ static char sock_path[108];
 static const char *daemon_args[16];
 static int ndaemon_args;
 static pid_t daemon_pid = -1;
+static int guard_fd = -1;	/* the guardian's pipe (guard_group) */
 
 static double now_s(void)
 {
@@ -119,6 +127,44 @@ static int stop_daemon(int sig)
 	return status;
 }
 
+/* Fork the guardian of process group @pgid: when the launcher dies, by
+ * whatever means, its end of the pipe closes and the guardian kills the
+ * group. It keeps no other descriptor (the lock file among them). */
+static void guard_group(pid_t pgid)
+{
+	int p[2];
+	pid_t pid;
+	ssize_t n;
+	char ch;
+
+	if (pipe(p)) {
+		perror("regcached-launch: pipe");
+		return;
+	}
+	pid = fork();
+	if (pid < 0) {
+		perror("regcached-launch: fork");
+		return;
+	}
+	if (pid == 0) {
+		if (dup2(p[0], 0) < 0)
+			_exit(1);
+		for (int fd = 1; fd < 1024; fd++)
+			close(fd);
+		/* A byte: the launcher cleaned up itself (the group may be
+		 * gone and its number reused). End of file: it died. */
+		while ((n = read(0, &ch, 1)) < 0 && errno == EINTR)
+			;
+		if (n == 0)
+			kill(-pgid, SIGKILL);
+		_exit(0);
+	}
+	close(p[0]);
+	/* The write end stays open in the launcher only (close-on-exec). */
+	fcntl(p[1], F_SETFD, FD_CLOEXEC);
+	guard_fd = p[1];
+}
+
 static void drop_privileges(void)
 {
 	struct rlimit rl = { 8 << 20, 8 << 20 };
@@ -169,7 +215,7 @@ int main(int argc, char **argv)
 {
 	bool as_root = false;
 	int i, sv[2], status = 0, dstatus, pidfd;
-	pid_t test;
+	pid_t test, launcher;
 	char fdbuf[16];
 
 	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
@@ -206,19 +252,30 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	snprintf(fdbuf, sizeof(fdbuf), "%d", sv[1]);
+	launcher = getpid();
 	test = fork();
 	if (test == 0) {
+		setpgid(0, 0);
 		close(sv[0]);
 		setenv("REGCACHE_MONITOR", "regcached", 0);
 		setenv("REGCACHE_SOCKET", sock_path, 1);
 		setenv("RCD_TEST_CONTROL", fdbuf, 1);
 		if (!as_root)
 			drop_privileges();
+		/* After the change of credentials, which clears it. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != launcher)
+			_exit(1);
 		execv(argv[0], argv);
 		perror(argv[0]);
 		_exit(127);
 	}
 	close(sv[1]);
+	if (test < 0) {
+		perror("regcached-launch: fork");
+		return 1;
+	}
+	setpgid(test, test);	/* either side may run first */
+	guard_group(test);
 	pidfd = (int)syscall(SYS_pidfd_open, test, 0);
 	for (;;) {
 		struct pollfd p[2] = { { .fd = pidfd, .events = POLLIN },
@@ -238,7 +295,12 @@ int main(int argc, char **argv)
 			status = 1;
 		}
 	}
+	/* What the test left behind must not outlive it. The test is a
+	 * zombie until reaped, so the group's number is still ours. */
+	kill(-test, SIGKILL);
 	waitpid(test, &i, 0);
+	if (guard_fd >= 0)
+		(void)!write(guard_fd, "x", 1);
 	if (daemon_pid > 0) {
 		dstatus = stop_daemon(SIGTERM);
 		if (!WIFEXITED(dstatus) || WEXITSTATUS(dstatus)) {

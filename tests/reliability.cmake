@@ -1,5 +1,6 @@
 # Adversarial tests (docs/reliability.md): chaos under every monitor with its
-# negative control, seccomp filters and resource limits, and (in
+# negative control, kill -9 cycles, signal storms, seccomp filters and
+# resource limits, and (in
 # allocators.cmake) the same under jemalloc, mimalloc and tcmalloc.
 # The chaos test runs 30 s per monitor, 10 s in sanitizer builds.
 regcache_add_test(NAME chaos SOURCES chaos.c LIBS Threads::Threads
@@ -10,6 +11,29 @@ add_test(NAME chaos-blind COMMAND chaos --blind --seconds 5)
 add_test(NAME chaos-explicit COMMAND chaos --explicit --seconds 10)
 set_tests_properties(chaos-blind chaos-explicit PROPERTIES SKIP_RETURN_CODE 77
   TIMEOUT 120 LABELS "stress;chaos" ENVIRONMENT REGCACHE_MONITOR=none)
+# kill -9 cycles (10 s per monitor) and signal storms (10 s per monitor);
+# these and chaos also run under the daemon, as uid 65534 through
+# regcached-launch (whose --max-per-user 3 makes a leaked client slot
+# visible to kill-cycle).
+regcache_add_test(NAME kill-cycle SOURCES kill-cycle.c
+  LABELS stress chaos MONITORS bpf userfaultfd none TIMEOUT 150)
+regcache_add_test(NAME signal-storm SOURCES signal-storm.c
+  LIBS Threads::Threads LABELS stress chaos MONITORS bpf userfaultfd none
+  TIMEOUT 120)
+if(COMMAND regcached_add_test)
+  regcached_add_test(NAME kill-cycle@regcached PROGRAM kill-cycle
+    DAEMON_ARGS --max-per-user 3 TIMEOUT 150)
+  regcached_add_test(NAME signal-storm@regcached PROGRAM signal-storm)
+  regcached_add_test(NAME chaos@regcached PROGRAM chaos TIMEOUT 150)
+  # The client's pull applies a burst of "everything" records once, as
+  # the in-process one does.
+  if(TARGET bpf-everything-once)
+    regcached_add_test(NAME bpf-everything-once@regcached
+      PROGRAM bpf-everything-once)
+  endif()
+  set_tests_properties(kill-cycle@regcached signal-storm@regcached
+    chaos@regcached PROPERTIES LABELS "regcached;monitor;stress;chaos")
+endif()
 # seccomp filters and resource limits: fall back or fail clearly, 0 stale,
 # no hang (each case runs in a child killed after 20 s, 60 s under
 # sanitizers).

@@ -187,7 +187,7 @@ int main(void)
 			const char *what = errs[j] == EPERM ? "EPERM" : "ENOSYS";
 			double t0 = now();
 			int status = 0;
-			pid_t pid;
+			pid_t pid, parent = getpid();
 
 			printf("deny %s with %s %s the first cache:\n", d->name,
 			       what, d->after ? "after" : "before");
@@ -195,7 +195,10 @@ int main(void)
 			pid = fork();
 			T_REQUIRE(pid >= 0);
 			if (pid == 0) {
-				int rc = run_case(d, errs[j]);
+				int rc;
+
+				t_die_with_parent(parent);
+				rc = run_case(d, errs[j]);
 
 				fflush(stdout);
 				fflush(stderr);

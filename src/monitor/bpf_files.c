@@ -133,6 +133,51 @@ static void learn_shmem_dev(struct rc_bpf_files *f)
 	close(fd);
 }
 
+/* Does some VMA of ours still map file @key with base @base somewhere in
+ * pages [lo, hi)? Unsure (too many VMAs, a failed query): yes. */
+static bool base_live(struct rc_bpf_files *f, const struct rc_bpf_file_key *key,
+		      __u64 base, __u64 lo, __u64 hi)
+{
+	__u64 addr = base + lo * RC_PAGE, end = base + hi * RC_PAGE;
+
+	if (f->vmas.maps_fd < 0)
+		rc_vma_source_open(&f->vmas, "REGCACHE_BPF_NO_PROCMAP_QUERY");
+	if (end < addr)
+		return true;	/* wraps: not worth deciding */
+	for (int i = 0; i < 64 && addr < end; i++) {
+		struct rc_procmap_query q;
+		int ret = rc_vma_query(&f->vmas, addr, &q);
+
+		if (ret == -ENOENT || (!ret && q.vma_start >= end))
+			return false;
+		if (ret)
+			return true;
+		if (q.inode == key->ino &&
+		    (((__u64)q.dev_major << 20) | q.dev_minor) == key->dev &&
+		    q.vma_start - q.vma_offset == base)
+			return true;
+		addr = q.vma_end;
+	}
+	return addr < end;
+}
+
+/* Keep the bases of @e that a VMA still uses. A base whose mappings are all
+ * gone has no live region left (unmapping or moving a mapping invalidates
+ * its regions), and a new mapping at it adds it again here, under f->lock,
+ * before any region there is registered. A sticky "several" stays. */
+static void prune_bases(struct rc_bpf_files *f,
+			const struct rc_bpf_file_key *key, struct rc_bpf_file *e)
+{
+	__u32 n = 0;
+
+	if (e->nbases > RC_BPF_FILE_BASES)
+		return;
+	for (__u32 i = 0; i < e->nbases; i++)
+		if (base_live(f, key, e->base[i], e->pgoff_lo, e->pgoff_hi))
+			e->base[n++] = e->base[i];
+	e->nbases = n;
+}
+
 int rc_bpf_files_watch(struct rc_bpf_files *f, int map_fd, __u64 *nfiles_word,
 		       __u32 tgid, const struct rc_procmap_query *q,
 		       uintptr_t start, uintptr_t end)
@@ -146,9 +191,12 @@ int rc_bpf_files_watch(struct rc_bpf_files *f, int map_fd, __u64 *nfiles_word,
 	__u64 lo = q->vma_offset / RC_PAGE + (s - q->vma_start) / RC_PAGE;
 	__u64 hi = q->vma_offset / RC_PAGE + (e - q->vma_start + RC_PAGE - 1) /
 						     RC_PAGE;
-	struct rc_bpf_file entry = { .tgid = tgid, .pgoff_lo = lo,
-				     .pgoff_hi = hi };
-	bool found;
+	/* The address of file offset 0 in this mapping (modulo 2^64). */
+	__u64 base = (__u64)q->vma_start - q->vma_offset;
+	struct rc_bpf_file entry = { .tgid = tgid, .nbases = 1,
+				     .pgoff_lo = lo, .pgoff_hi = hi,
+				     .base = { base } };
+	bool found, known_base;
 	int ret = 0;
 
 	pthread_mutex_lock(&f->lock);
@@ -158,10 +206,22 @@ int rc_bpf_files_watch(struct rc_bpf_files *f, int map_fd, __u64 *nfiles_word,
 	}
 	found = bpf_map_lookup_elem(map_fd, &key, &entry) == 0;
 	if (found) {
-		if (entry.pgoff_lo <= lo && entry.pgoff_hi >= hi)
+		/* nbases above RC_BPF_FILE_BASES (sticky): mapped in more
+		 * places than recorded, every removal is "everything". */
+		known_base = entry.nbases > RC_BPF_FILE_BASES;
+		for (__u32 i = 0; i < entry.nbases && i < RC_BPF_FILE_BASES; i++)
+			known_base |= entry.base[i] == base;
+		if (entry.pgoff_lo <= lo && entry.pgoff_hi >= hi && known_base)
 			goto out;
 		entry.pgoff_lo = entry.pgoff_lo < lo ? entry.pgoff_lo : lo;
 		entry.pgoff_hi = entry.pgoff_hi > hi ? entry.pgoff_hi : hi;
+		if (!known_base) {
+			if (entry.nbases == RC_BPF_FILE_BASES)
+				prune_bases(f, &key, &entry);
+			if (entry.nbases < RC_BPF_FILE_BASES)
+				entry.base[entry.nbases] = base;
+			entry.nbases++;
+		}
 	}
 	if (bpf_map_update_elem(map_fd, &key, &entry, BPF_ANY)) {
 		ret = -errno;
@@ -198,6 +258,7 @@ void rc_bpf_files_close(struct rc_bpf_files *f)
 		close(f->mountinfo_fd);
 	f->mountinfo_fd = -1;
 	f->shmem_dev = 0;
+	rc_vma_source_close(&f->vmas);
 	f->nfs = 0;
 	f->nfiles = 0;
 }

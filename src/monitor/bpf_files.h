@@ -26,6 +26,8 @@
  *                list; 0 when unknown.
  * @nfiles:       entries this process added to the files map; published
  *                to the programs' nfiles word after each new entry.
+ * @vmas:         VMA lookups for pruning an entry's mapping bases; opened
+ *                at the first prune.
  * @nfs:          valid entries of @fs.
  * @fs:           cached answers of "may this filesystem be cached", by
  *                superblock dev; dropped when the mount table changes.
@@ -37,6 +39,7 @@ struct rc_bpf_files {
 	int mountinfo_fd;
 	__u64 shmem_dev;
 	uint64_t nfiles;
+	struct rc_vma_source vmas;	/* for pruning bases, opened lazily */
 	unsigned nfs;
 	struct {
 		__u64 dev;
@@ -45,7 +48,8 @@ struct rc_bpf_files {
 };
 
 #define RC_BPF_FILES_INIT \
-	{ .lock = PTHREAD_MUTEX_INITIALIZER, .mountinfo_fd = -1 }
+	{ .lock = PTHREAD_MUTEX_INITIALIZER, .mountinfo_fd = -1,	\
+	  .vmas = { .maps_fd = -1 } }
 
 /**
  * rc_bpf_files_open - prepare to watch files
@@ -73,8 +77,10 @@ rc_hidden void rc_bpf_files_close(struct rc_bpf_files *f);
  *
  * Adds (or widens) the entry for the VMA's inode so that any page of
  * [@start, @end) leaving the page cache, by any process, invalidates this
- * process. Entries live until rc_bpf_files_close(): a stale one only costs
- * a spurious invalidation.
+ * process, and records the VMA's base (the address of file offset 0) so
+ * that the programs can tell which of our addresses the page had
+ * (rc_bpf_abi.h, struct rc_bpf_file). Entries live until
+ * rc_bpf_files_close(): a stale one only costs a spurious invalidation.
  *
  * Return: 0; -EOPNOTSUPP when the filesystem's page-cache inode may not be
  * the one the VMA names (overlayfs, FUSE, network filesystems, unknown);

@@ -318,9 +318,15 @@ static void go_dead(struct rc_monitor *mon, const char *why)
 		"ones are served uncached until the daemon is back", why);
 }
 
+/* One pull is applied by every cache in one sync, so within it one
+ * "everything" subsumes every other record (published once, at the end)
+ * and a record equal to the one before it adds nothing (the programs
+ * record each change up to three times, back to back). */
 struct pull_ctx {
 	struct rc_monitor *mon;
 	bool dead;
+	bool everything;
+	uint64_t last_start, last_end;	/* last range published */
 };
 
 static void pull_record(void *arg, uint64_t start, uint64_t end)
@@ -331,6 +337,16 @@ static void pull_record(void *arg, uint64_t start, uint64_t end)
 		p->dead = true;
 		return;
 	}
+	if (p->everything)
+		return;
+	if (start == 0 && end >= UINTPTR_MAX) {
+		p->everything = true;
+		return;
+	}
+	if (start == p->last_start && end == p->last_end)
+		return;
+	p->last_start = start;
+	p->last_end = end;
 	rc_monitor_publish(p->mon, (uintptr_t)start,
 			   end > UINTPTR_MAX ? UINTPTR_MAX : (uintptr_t)end);
 }
@@ -344,13 +360,15 @@ static void pull_record(void *arg, uint64_t start, uint64_t end)
  */
 static void rcd_pull(struct rc_monitor *mon)
 {
-	struct pull_ctx p = { .mon = mon };
+	struct pull_ctx p = { .mon = mon, .last_start = 1, .last_end = 0 };
 
 	pthread_mutex_lock(&rb.ring_lock);
 	if (rb.ring.gen)
 		rc_ring_walk(&rb.ring, pull_record, &p);
 	if (p.dead)
 		go_dead(mon, "the daemon is gone (DEAD record)");
+	if (p.everything && !rc_load_relaxed(&rb.dead) && !rb.resumed)
+		rc_monitor_publish_all(mon);
 	if (rc_load_relaxed(&rb.dead)) {
 		rc_monitor_publish_all(mon);
 		rc_store_release(&rb.dead_gen, rc_load_relaxed(&rb.dead_gen) + 2);

@@ -34,16 +34,24 @@ struct rc_bpf_proc {
 };
 
 /* pending[tid]: what a thread inside a monitored syscall is changing, so
- * that the in-lock and exit stages can publish it again. */
+ * that the in-lock and exit stages can publish it again: mremap's two
+ * ranges, or a watched file's pages under each of its recorded mappings. */
+#define RC_BPF_PENDING_RANGES 4
 struct rc_bpf_pending {
-	struct rc_bpf_range r[2];
+	struct rc_bpf_range r[RC_BPF_PENDING_RANGES];
 	__u32 tgid;
 	__u32 n;
 };
 
-/* files[{dev, ino}]: a file that a watched region maps. Any page of it that
+/* files[{dev, ino}]: a file that a watched region maps. A page of it that
  * leaves the page cache (truncate, hole punch, by any process) in
- * [pgoff_lo, pgoff_hi) invalidates everything of tgid. */
+ * [pgoff_lo, pgoff_hi) invalidates, in tgid, the page's address under every
+ * recorded mapping of the file: base[i] + pgoff * 4096, where base[i] is the
+ * address of file offset 0 (vma_start - vma_offset, modulo 2^64). A watched
+ * region's mapping cannot move while the region lives (moving it
+ * invalidates the region), so its base stays valid. nbases 0 or above
+ * RC_BPF_FILE_BASES (mapped in more places than recorded): everything. */
+#define RC_BPF_FILE_BASES 4
 struct rc_bpf_file_key {
 	__u64 dev;	/* kernel dev_t: major << 20 | minor */
 	__u64 ino;
@@ -51,9 +59,10 @@ struct rc_bpf_file_key {
 
 struct rc_bpf_file {
 	__u32 tgid;
-	__u32 pad;
+	__u32 nbases;
 	__u64 pgoff_lo;
 	__u64 pgoff_hi;
+	__u64 base[RC_BPF_FILE_BASES];
 };
 
 /* ---- node variant (regcached): one program set serves every client ---- */

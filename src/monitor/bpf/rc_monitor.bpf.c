@@ -78,6 +78,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define MREMAP_FIXED 2
 #define SHM_REMAP 040000
 #define FALLOC_FL_KEEP_SIZE 0x01
+#define FALLOC_FL_PUNCH_HOLE 0x02
+#define FALLOC_FL_ZERO_RANGE 0x10
 #define PF_IO_WORKER 0x00000010
 #define PAGE_MASK_ (~4095ULL)
 
@@ -161,11 +163,29 @@ __u64 learned_mm = 0;
 /* Bytes kept free at the end of a ring (set by bpf.c before loading, see
  * bpf_start): once fewer are free, every record is "everything". */
 const volatile __u64 headroom = 0;
+
 /* Bytes at the very end of a ring that only a DEAD record may use (node
  * variant; 0 in-process). Set before loading like headroom, and as large:
  * at most one record per CPU and nesting level can pass the check below
  * before the ring crosses it, so the DEAD record always fits. */
 const volatile __u64 dead_room = 0;
+
+/* "Everything" records by cause, per loaded set, for diagnosis only (read
+ * with `bpftool map dump name rc_monit.bss`, or rc_node.bss for the
+ * daemon's set; docs/monitor-bpf.md): a call is counted once, at entry; a
+ * nearly full (HEADROOM) or full ring (DROP) once per record. */
+enum {
+	EV_COMPAT, EV_PROCESS_MADVISE, EV_SHMAT, EV_SHMDT, EV_TRUNCATE,
+	EV_FTRUNCATE, EV_FALLOCATE, EV_URING, EV_FILEMAP, EV_HEADROOM,
+	EV_DROP, EV_PENDING_FULL, EV_NCAUSES
+};
+__u64 everything_causes[EV_NCAUSES] = {};
+
+static __always_inline void count_cause(int cause)
+{
+	if (cause >= 0 && cause < EV_NCAUSES)
+		__sync_fetch_and_add(&everything_causes[cause], 1);
+}
 
 static __always_inline void count_drop(__u32 tgid)
 {
@@ -193,11 +213,13 @@ static __always_inline void emit_ring(void *ring, __u32 tgid, __u64 start,
 	 * never reserved here: they are the DEAD record's. */
 	if (used + dead_room >= RC_BPF_RING_BYTES) {
 		count_drop(tgid);
+		count_cause(EV_DROP);
 		return;
 	}
 	if (used >= RC_BPF_RING_BYTES - dead_room - headroom) {
 		start = 0;
 		end = ~0ULL;
+		count_cause(EV_HEADROOM);
 	}
 	rec = bpf_ringbuf_reserve(ring, sizeof(*rec), 0);
 	if (!rec) {
@@ -205,6 +227,7 @@ static __always_inline void emit_ring(void *ring, __u32 tgid, __u64 start,
 		 * cache's adopted generation, so the next pull sees the
 		 * drop and invalidates everything. */
 		count_drop(tgid);
+		count_cause(EV_DROP);
 		return;
 	}
 	rec->start = start;
@@ -317,8 +340,13 @@ static __always_inline bool advice_harmless(__u64 advice)
 	return false;
 }
 
-/* Does fd refer to a file that a watched region maps? Unknown -> yes. */
-static __always_inline bool fd_watched(struct task_struct *task, __u64 fd)
+/* What fd_file() found. */
+enum fd_kind { FD_UNWATCHED, FD_WATCHED, FD_UNKNOWN };
+
+/* Does fd refer to a file that a watched region maps? Sets *entry to its
+ * files entry when it does. */
+static __always_inline enum fd_kind fd_file(struct task_struct *task, __u64 fd,
+					    void **entry)
 {
 	struct rc_bpf_file_key key = {};
 	struct file **fdarr;
@@ -328,22 +356,96 @@ static __always_inline bool fd_watched(struct task_struct *task, __u64 fd)
 	unsigned int max;
 
 	if (!nfiles)
-		return false;
+		return FD_UNWATCHED;
 	fdt = BPF_CORE_READ(task, files, fdt);
 	if (!fdt)
-		return true;
+		return FD_UNKNOWN;
 	max = BPF_CORE_READ(fdt, max_fds);
 	fdarr = BPF_CORE_READ(fdt, fd);
 	if (fd >= max || !fdarr)
-		return false;	/* EBADF: the syscall changes nothing */
+		return FD_UNWATCHED;	/* EBADF: the syscall changes nothing */
 	if (bpf_probe_read_kernel(&f, sizeof(f), &fdarr[fd]) || !f)
-		return true;
+		return FD_UNKNOWN;
 	inode = BPF_CORE_READ(f, f_inode);
 	if (!inode)
-		return true;
+		return FD_UNKNOWN;
 	key.ino = BPF_CORE_READ(inode, i_ino);
 	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	return bpf_map_lookup_elem(&files, &key) != NULL;
+	*entry = bpf_map_lookup_elem(&files, &key);
+	return *entry ? FD_WATCHED : FD_UNWATCHED;
+}
+
+#ifndef RC_NODE
+/*
+ * Our addresses of file pages [first, last) of a watched file, one range
+ * per recorded mapping (rc_bpf_abi.h, struct rc_bpf_file), clipped to the
+ * watched pages [pgoff_lo, pgoff_hi): no region of ours maps any other.
+ * Returns how many ranges it wrote (at most @max), 0 when nothing watched
+ * is touched, or -1 when they cannot be told: the caller says everything.
+ */
+static __always_inline int file_ranges(const struct rc_bpf_file *f,
+				       __u64 first, __u64 last,
+				       struct rc_bpf_range *r, __u32 max)
+{
+	__u32 nb = f->nbases;
+	int n = 0;
+
+	if (!nb || nb > RC_BPF_FILE_BASES || nb > max)
+		return -1;
+	if (first < f->pgoff_lo)
+		first = f->pgoff_lo;
+	if (last > f->pgoff_hi)
+		last = f->pgoff_hi;
+	if (first >= last)
+		return 0;
+	/* pgoff_hi < 2^52 keeps the products below 2^64. */
+	if (last >= (1ULL << 52))
+		return -1;
+#pragma unroll
+	for (__u32 i = 0; i < RC_BPF_FILE_BASES; i++) {
+		__u64 start = f->base[i] + first * 4096;
+		__u64 end = f->base[i] + last * 4096;
+
+		if (i < nb) {
+			if (end < start)
+				return -1;	/* wraps: not a real mapping */
+			r[i].start = start;
+			r[i].end = end;
+			n++;
+		}
+	}
+	return n;
+}
+#endif
+
+/* ftruncate / fallocate of @fd: file pages [first, last) may lose their
+ * page-cache pages. Writes the ranges to publish; returns how many. */
+static __always_inline int fd_change(struct task_struct *task, __u64 fd,
+				     __u64 first, __u64 last,
+				     struct rc_bpf_range *r, int cause)
+{
+	void *entry = NULL;
+
+	switch (fd_file(task, fd, &entry)) {
+	case FD_UNWATCHED:
+		return 0;
+	case FD_WATCHED:
+#ifndef RC_NODE
+	{
+		int n = file_ranges(entry, first, last, r,
+				    RC_BPF_PENDING_RANGES);
+
+		if (n >= 0)
+			return n;
+	}
+#endif
+		break;
+	case FD_UNKNOWN:
+		break;
+	}
+	everything(r);
+	count_cause(cause);
+	return 1;
 }
 
 /* Ranges a native syscall is about to change; returns how many. */
@@ -390,33 +492,41 @@ static __always_inline int native_ranges(struct task_struct *task,
 		if (advice_harmless(a3))
 			return 0;
 		everything(r);
+		count_cause(EV_PROCESS_MADVISE);
 		return 1;
 	case NR_shmat:
 		if (!a1 || !(a2 & SHM_REMAP))
 			return 0;
 		everything(r);
+		count_cause(EV_SHMAT);
 		return 1;
 	case NR_shmdt:
 		/* The segment's size is not an argument; shmdt is rare. */
 		everything(r);
+		count_cause(EV_SHMDT);
 		return 1;
 	case NR_truncate:
 		if (!nfiles)
 			return 0;
 		everything(r);
+		count_cause(EV_TRUNCATE);
 		return 1;
 	case NR_ftruncate:
-		if (!fd_watched(task, a0))
-			return 0;
-		everything(r);
-		return 1;
+		/* The page holding the new end keeps its head: from it on. */
+		return fd_change(task, a0, a1 >> 12, ~0ULL, r, EV_FTRUNCATE);
 	case NR_fallocate:
-		/* Plain allocation keeps every page; punch, zero, collapse,
-		 * insert and unshare may not. */
-		if (!(a1 & ~(__u64)FALLOC_FL_KEEP_SIZE) || !fd_watched(task, a0))
+		/* Plain allocation keeps every page. Punch and zero change
+		 * [offset, offset + len); collapse, insert, unshare and
+		 * anything newer may move every page from offset on. */
+		if (!(a1 & ~(__u64)FALLOC_FL_KEEP_SIZE))
 			return 0;
-		everything(r);
-		return 1;
+		if (!(a1 & ~(__u64)(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE |
+				    FALLOC_FL_ZERO_RANGE)) &&
+		    a2 + a3 >= a2 && a2 + a3 <= ~4095ULL)
+			return fd_change(task, a0, a2 >> 12,
+					 (a2 + a3 + 4095) >> 12, r,
+					 EV_FALLOCATE);
+		return fd_change(task, a0, a2 >> 12, ~0ULL, r, EV_FALLOCATE);
 	}
 	return 0;
 }
@@ -575,15 +685,17 @@ int BPF_PROG(rc_sys_enter, struct pt_regs *regs, long id)
 		if (!compat_relevant(id))
 			return 0;
 		everything(&p.r[0]);
+		count_cause(EV_COMPAT);
 		n = 1;
 	} else {
 		n = native_ranges(task, regs, id, p.r);
 	}
 	if (n <= 0)
 		return 0;
-	emit(tgid, p.r[0].start, p.r[0].end);
-	if (n > 1)
-		emit(tgid, p.r[1].start, p.r[1].end);
+#pragma unroll
+	for (int i = 0; i < RC_BPF_PENDING_RANGES; i++)
+		if (i < n)
+			emit(tgid, p.r[i].start, p.r[i].end);
 	p.tgid = tgid;
 	p.n = n;
 	tid = (__u32)bpf_get_current_pid_tgid();
@@ -593,6 +705,7 @@ int BPF_PROG(rc_sys_enter, struct pt_regs *regs, long id)
 		/* No room to remember the range for the later stages:
 		 * count it as a lost record (invalidates everything). */
 		count_drop(tgid);
+		count_cause(EV_PENDING_FULL);
 	}
 	return 0;
 }
@@ -605,9 +718,10 @@ static __always_inline void repeat(bool forget)
 	p = bpf_map_lookup_elem(&pending, &tid);
 	if (!p)
 		return;
-	emit(p->tgid, p->r[0].start, p->r[0].end);
-	if (p->n > 1)
-		emit(p->tgid, p->r[1].start, p->r[1].end);
+#pragma unroll
+	for (__u32 i = 0; i < RC_BPF_PENDING_RANGES; i++)
+		if (i < p->n)
+			emit(p->tgid, p->r[i].start, p->r[i].end);
 	if (forget && bpf_map_delete_elem(&pending, &tid) == 0)
 		__sync_fetch_and_add(&npending, -1);
 }
@@ -654,6 +768,7 @@ static __always_inline void uring_madvise(struct io_kiocb *req)
 		return;
 	if (bpf_probe_read_kernel(&ma, sizeof(ma), &req->cmd)) {
 		everything(&r);
+		count_cause(EV_URING);
 	} else {
 		if (advice_harmless(ma.advice))
 			return;
@@ -678,9 +793,60 @@ int BPF_PROG(rc_uring_complete, struct io_ring_ctx *rctx, void *req,
 	return 0;
 }
 
+#ifndef RC_NODE
+/* Kernel layouts of the folio fields folio_pages() reads, by version (CO-RE
+ * picks the one that exists). */
+struct folio___flags_struct {
+	struct {
+		unsigned long f;
+	} flags;
+} __attribute__((preserve_access_index));
+struct folio___flags_ulong {
+	unsigned long flags;
+} __attribute__((preserve_access_index));
+struct folio___nr_pages {
+	unsigned int _nr_pages;
+} __attribute__((preserve_access_index));
+struct folio___folio_nr_pages {
+	unsigned int _folio_nr_pages;
+} __attribute__((preserve_access_index));
+
+/* Pages in @folio; when that cannot be read, the largest page-cache folio
+ * (a PMD, 512 pages on x86-64), which only widens the records. */
+static __always_inline __u64 folio_pages(struct folio *folio)
+{
+	unsigned long flags = 0;
+	unsigned int nr = 0;
+	int head;
+
+	if (!bpf_core_enum_value_exists(enum pageflags, PG_head))
+		return 512;
+	head = bpf_core_enum_value(enum pageflags, PG_head);
+	if (bpf_core_field_exists(struct folio___flags_struct, flags.f))
+		flags = BPF_CORE_READ((struct folio___flags_struct *)folio,
+				      flags.f);
+	else if (bpf_core_field_exists(struct folio___flags_ulong, flags))
+		flags = BPF_CORE_READ((struct folio___flags_ulong *)folio,
+				      flags);
+	else
+		return 512;
+	if (!(flags & (1UL << (head & 63))))
+		return 1;
+	if (bpf_core_field_exists(struct folio___nr_pages, _nr_pages))
+		nr = BPF_CORE_READ((struct folio___nr_pages *)folio, _nr_pages);
+	else if (bpf_core_field_exists(struct folio___folio_nr_pages,
+				       _folio_nr_pages))
+		nr = BPF_CORE_READ((struct folio___folio_nr_pages *)folio,
+				   _folio_nr_pages);
+	return nr >= 1 && nr <= 512 ? nr : 512;
+}
+#endif
+
 /* A page of a watched file leaves the page cache: truncate, hole punch or
- * MADV_REMOVE, by this process or any other. Which of our addresses map it
- * is not known here, so everything of the owner is invalidated. */
+ * MADV_REMOVE, by this process or any other. In-process, the files entry
+ * says where we map the file, so the page's addresses are published; the
+ * node variant does not know that and publishes everything of each
+ * watcher. */
 SEC("tp_btf/mm_filemap_delete_from_page_cache")
 int BPF_PROG(rc_filemap_delete, struct folio *folio)
 {
@@ -714,12 +880,23 @@ int BPF_PROG(rc_filemap_delete, struct folio *folio)
 		    index >= w->pgoff_hi)
 			continue;
 		emit(w->tgid, 0, ~0ULL);
+		count_cause(EV_FILEMAP);
 	}
 #else
-	/* A large folio may start before the watched range. */
-	if (index + 512 <= f->pgoff_lo || index >= f->pgoff_hi)
-		return 0;
-	emit(f->tgid, 0, ~0ULL);
+	{
+		struct rc_bpf_range r[RC_BPF_FILE_BASES];
+		int n = file_ranges(f, index, index + folio_pages(folio), r,
+				    RC_BPF_FILE_BASES);
+
+		if (n < 0) {
+			emit(f->tgid, 0, ~0ULL);
+			count_cause(EV_FILEMAP);
+		}
+#pragma unroll
+		for (int i = 0; i < RC_BPF_FILE_BASES; i++)
+			if (i < n)
+				emit(f->tgid, r[i].start, r[i].end);
+	}
 #endif
 	return 0;
 }
