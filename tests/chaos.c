@@ -907,7 +907,7 @@ static void *watchdog(void *arg)
 
 int main(int argc, char **argv)
 {
-	double seconds = 30, t0, elapsed;
+	double seconds = T_SECONDS(30), t0, elapsed;
 	pthread_t th[NCHECKERS + NMUTATORS + NMALLOCERS], dog;
 	struct regcache_stats st, sum = { 0 };
 	const char *tmp = getenv("TMPDIR");
@@ -915,9 +915,6 @@ int main(int argc, char **argv)
 	int nt = 0;
 	unsigned long gets;
 
-#ifdef REGCACHE_SANITIZE
-	seconds = 10;
-#endif
 	seed = (unsigned)time(NULL) ^ (unsigned)getpid();
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--seconds") && i + 1 < argc)

@@ -62,11 +62,15 @@ static inline int t_exit_status(void)
 	return t_failures ? T_EXIT_FAIL : T_EXIT_PASS;
 }
 
-/* Iteration counts shrink under sanitizers, which are 5-20x slower. */
+/* Iteration counts shrink under sanitizers, which are 5-20x slower; so do
+ * the durations of timed stress runs, which there look for races and
+ * memory errors rather than for rare interleavings. */
 #ifdef REGCACHE_SANITIZE
 #define T_SCALE(n) ((n) / 8 ? (n) / 8 : 1)
+#define T_SECONDS(s) ((s) / 3.0)
 #else
 #define T_SCALE(n) (n)
+#define T_SECONDS(s) ((double)(s))
 #endif
 
 /*

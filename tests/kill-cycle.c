@@ -430,7 +430,7 @@ static void control_leak(bool bpf, int n, int expect)
 
 int main(int argc, char **argv)
 {
-	double seconds = 10, t0;
+	double seconds = T_SECONDS(10), t0;
 	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
 	unsigned long cycles = 0, early = 0, stale = 0, stuck = 0;
 	unsigned long attributed = 0;

@@ -2,7 +2,8 @@
 # negative control, kill -9 cycles, signal storms, seccomp filters and
 # resource limits, and (in
 # allocators.cmake) the same under jemalloc, mimalloc and tcmalloc.
-# The chaos test runs 30 s per monitor, 10 s in sanitizer builds.
+# The chaos test runs 30 s per monitor, kill-cycle and signal-storm 10 s;
+# a third of that in sanitizer builds (T_SECONDS).
 regcache_add_test(NAME chaos SOURCES chaos.c LIBS Threads::Threads
   LABELS stress chaos MONITORS bpf userfaultfd none TIMEOUT 150)
 # Negative control: nothing invalidates, the checker must see stale bytes.

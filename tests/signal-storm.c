@@ -230,7 +230,7 @@ static void *watchdog(void *arg)
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { 0 };
-	double seconds = 10, t0, elapsed;
+	double seconds = T_SECONDS(10), t0, elapsed;
 	unsigned long sent = 0;
 	struct io_uring ring;
 	struct regcache *c;
