@@ -153,7 +153,12 @@ static void claim_killed(struct regcache *c, struct kill_batch *batch)
 	pthread_mutex_lock(&c->lock);
 	killed_before = c->kills;
 	pthread_mutex_unlock(&c->lock);
-	rc_region_fence_counts();
+	if (!rc_region_fence_counts()) {
+		/* Counts cannot be trusted yet (region.h, References): the
+		 * dead stay registered until a later scan or last put. */
+		kill_batch_init(batch);
+		return;
+	}
 	/* Every reference taken before these kills is now visible to all:
 	 * a later last put of one of them needs no membarrier of its own. */
 	rc_store_release(&c->fenced_kills, killed_before);
@@ -201,8 +206,8 @@ static rc_noinline void claim_if_unused(struct regcache *c,
 	if ((int32_t)(rc_load_relaxed(&r->kill_ticket) -
 		      rc_load_acquire(&c->fenced_kills)) <= 0)
 		rc_fence_seqcst();
-	else
-		rc_region_fence_counts();
+	else if (!rc_region_fence_counts())
+		return;	/* claimed by a later scan */
 	if (rc_region_refs(r) != 0 || !rc_region_claim(r, seq))
 		return;
 	dereg(c, r);

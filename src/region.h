@@ -106,6 +106,21 @@ static inline uintptr_t rc_region_end(const struct rc_region *r)
  * every thread at once). Where membarrier() is unavailable no thread gets
  * slots, and every count is an RMW.
  *
+ * Where membarrier() starts failing after threads got slots (a seccomp
+ * filter installed later, a forked child's new mm), a local fence is not
+ * enough: a getter's count may still sit in its store buffer while its
+ * re-read of seq has already seen the region live, and no fence of ours
+ * can flush another CPU's store buffer. So the slots are revoked instead:
+ * no thread gets new ones, every slot is marked (RC_REF_REVOKED) so that
+ * its owner's fast path misses it, and an owner that misses gives its
+ * slots up for good with a release RMW, after which it counts only with
+ * seq_cst RMWs. Its earlier plain stores come before that RMW, so once
+ * every revoked owner has given up (or exited), every count is visible
+ * and a fence of the killer's own suffices again. Until then
+ * rc_region_fence_counts() returns false and nothing may be claimed: a
+ * dead region stays registered (and is claimed later), never deregistered
+ * under a reference nobody could see.
+ *
  * A put from a thread other than the getter finds no slot for the region
  * and counts down shared_refs: the sum stays right modulo 2^32.
  * ------------------------------------------------------------------- */
@@ -116,6 +131,11 @@ static inline uintptr_t rc_region_end(const struct rc_region *r)
 #define RC_REF_ONE	((uint64_t)1 << 48)
 #define RC_REF_PTR_MASK	(RC_REF_ONE - 1)
 #define RC_REF_MAX	((uint64_t)0xffff << 48)
+/* Revoked slot: bit 0 of the pointer (regions are 8-aligned), so that no
+ * fast path matches it while readers still count it. An empty slot is
+ * revoked as RC_REF_MAX | RC_REF_REVOKED, which counts for no region. */
+#define RC_REF_REVOKED	((uint64_t)1)
+#define rc_ref_region(v) ((uintptr_t)((v) & RC_REF_PTR_MASK & ~RC_REF_REVOKED))
 
 struct rc_thread_refs {
 	_Atomic uint64_t slot[RC_THREAD_SLOTS];
@@ -136,6 +156,9 @@ static inline _Atomic uint64_t *rc_ref_slot(struct rc_thread_refs *t,
 /* Count a reference without a slot (registers the thread's slots first,
  * if it has none yet and can have them). */
 rc_hidden void rc_region_count_up_shared(struct rc_region *r);
+/* A count operation missed the calling thread's slot: if its slots were
+ * revoked, give them up (see References). */
+rc_hidden void rc_region_slot_missed(struct rc_thread_refs *t);
 
 static inline void rc_region_count_up(struct rc_region *r)
 {
@@ -180,6 +203,7 @@ static inline bool rc_region_count_down_local(struct rc_region *r)
 			rc_compiler_fence();
 			return true;
 		}
+		rc_region_slot_missed(t);
 	}
 	return false;
 }
@@ -205,9 +229,12 @@ static inline bool rc_region_ref(struct rc_region *r, uint32_t seq)
  * After a kill (seq made odd with a seq_cst store): make every thread's
  * earlier count update visible to this one, so that a count read next is
  * either complete or its taker will see the kill. A membarrier() where
- * threads count in slots, else a fence. Never under a lock a hit takes.
+ * threads count in slots, else a fence. false when that cannot be had
+ * (slots revoked, some owner not yet moved off them): then no count may
+ * be trusted to be complete, and nothing may be claimed. Never under a
+ * lock a hit takes.
  */
-rc_hidden void rc_region_fence_counts(void);
+rc_hidden bool rc_region_fence_counts(void);
 
 /* ---------------------------------------------------------------------
  * Lifecycle
