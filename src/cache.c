@@ -67,16 +67,38 @@ static inline void kill_batch_scan_all(struct kill_batch *b)
 /*
  * Allocation happens outside the cache lock: a malloc can unmap memory, and
  * with userfaultfd the unmapping thread sleeps until the monitor reads the
- * event (docs/design.md, rule 1).
+ * event (docs/design.md, rule 1). So the index gets the nodes its next
+ * insert may need here, before the lock is taken to insert.
  */
+static bool index_top_up(struct regcache *c, unsigned want)
+{
+	struct rc_index_node *nodes[RC_INDEX_SPARES_MAX];
+	unsigned n = 0;
+	bool all;
+
+	while (n < want && n < RC_INDEX_SPARES_MAX &&
+	       (nodes[n] = rc_index_node_new()))
+		n++;
+	all = n == want;
+	pthread_mutex_lock(&c->lock);
+	while (n)
+		rc_index_add_spare(&c->index, nodes[--n]);
+	pthread_mutex_unlock(&c->lock);
+	return all;
+}
+
 static struct rc_region *region_alloc(struct regcache *c)
 {
 	struct rc_slab *slab;
 	struct rc_region *r;
+	unsigned want;
 
 	pthread_mutex_lock(&c->lock);
 	r = rc_region_alloc_locked(&c->pool);
+	want = rc_index_spares_wanted(&c->index);
 	pthread_mutex_unlock(&c->lock);
+	if (want)
+		index_top_up(c, want);
 	if (r)
 		return r;
 	slab = rc_region_slab_new(&c->pool);
@@ -112,7 +134,9 @@ static void dereg(struct regcache *c, struct rc_region *r)
 		rc_monitor_unwatch(start, end);
 }
 
-/* Index a filled region: it becomes LIVE, hintable and evictable. */
+/* Index a filled region: it becomes LIVE, hintable and evictable. The
+ * index has its spares (rc_index_spares_wanted() is 0): it allocates
+ * nothing. */
 static void make_live_locked(struct regcache *c, struct rc_region *r,
 			     uint32_t now)
 {
@@ -726,6 +750,19 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 
 		kill_batch_init(&batch);
 		pthread_mutex_lock(&c->lock);
+		/* Other misses may have used the spares region_alloc() left;
+		 * the pending record still catches any change meanwhile. */
+		while (!ret && !pending.tainted &&
+		       rc_index_spares_wanted(&c->index)) {
+			unsigned want = rc_index_spares_wanted(&c->index);
+			bool room;
+
+			pthread_mutex_unlock(&c->lock);
+			room = index_top_up(c, want);
+			pthread_mutex_lock(&c->lock);
+			if (!room)
+				pending.tainted = true;	/* out of memory */
+		}
 		/* Drain what was published while we pinned before leaving the
 		 * pending list, so that such a change taints this
 		 * registration. (No fork can be detected here: the thread in

@@ -11,7 +11,6 @@
 #define RC_REGION_H
 
 #include <bsd/sys/queue.h>
-#include <bsd/sys/tree.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -69,7 +68,6 @@ struct rc_region {
 	void *handle;
 
 	/* Cold: changed under the cache lock only. */
-	RB_ENTRY(rc_region) rb;		/* index.c */
 	TAILQ_ENTRY(rc_region) link;	/* LRU, dead, pass-through or free */
 };
 /* 104 bytes: with one hint slot (8 bytes) a cached region costs 112 bytes.
