@@ -130,7 +130,7 @@ static void dereg(struct regcache *c, struct rc_region *r)
 	atomic_fetch_sub_explicit(&c->cur_regions, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&c->cur_bytes, end - start,
 				  memory_order_relaxed);
-	if (rc_load_relaxed(&r->flags) & RC_REGION_WATCHED)
+	if (rc_region_flags(r) & RC_REGION_WATCHED)
 		rc_monitor_unwatch(start, end);
 }
 
@@ -425,9 +425,8 @@ static void forget_all_locked(struct regcache *c)
 	}
 	while ((r = TAILQ_FIRST(&c->passthrough))) {
 		TAILQ_REMOVE(&c->passthrough, r, link);
-		rc_store_relaxed(&r->flags,
-				 (uint16_t)(rc_load_relaxed(&r->flags) |
-					    RC_REGION_FORGOTTEN));
+		rc_region_set_flags(r, rc_region_flags(r) |
+					       RC_REGION_FORGOTTEN);
 	}
 	if (c->pinned)
 		rc_budget_release(rc_load_relaxed(&c->cur_bytes));
@@ -840,7 +839,10 @@ int regcache_get(struct regcache *c, const void *addr, size_t len,
 		return get_slow(c, addr, len, access, out);
 	if (rc_unlikely(c->probe_hits) && !probe_hit(c, r, seq))
 		return get_slow(c, addr, len, access, out);
-	rc_bump_relaxed(&r->hits, 1);
+	/* Counted in the region, modulo 2^32: a wrap carries into the
+	 * cache (once per 2^32 hits of one region). */
+	if (rc_unlikely(!rc_bump_relaxed(&r->hits, 1)))
+		rc_fetch_add_relaxed(&c->hits_wrapped, (uint64_t)1 << 32);
 	*out = (struct regcache_region *)r;
 	return 0;
 }
@@ -850,7 +852,7 @@ static rc_noinline void put_passthrough(struct regcache *c,
 {
 	/* Held across fork: the registration is the parent's. */
 	check_fork(c);
-	if (rc_load_relaxed(&r->flags) & RC_REGION_FORGOTTEN)
+	if (rc_region_flags(r) & RC_REGION_FORGOTTEN)
 		return;
 	dereg(c, r);
 	pthread_mutex_lock(&c->lock);
@@ -891,9 +893,10 @@ static rc_noinline bool put_shared(struct regcache *c, struct rc_region *r)
 /* Pass-through, forgotten across fork, or not a held region of @c. */
 static rc_noinline void put_unusual(struct regcache *c, struct rc_region *r)
 {
-	uint16_t flags = rc_load_relaxed(&r->flags);
+	uint16_t tag_flags = rc_load_relaxed(&r->tag_flags);
+	unsigned flags = tag_flags & ~RC_REGION_TAG_MASK;
 
-	if (r->cache_tag != c->tag) {
+	if ((tag_flags & RC_REGION_TAG_MASK) != c->tag) {
 		rc_warn("regcache_put(cache=%p, region=%p): the region belongs "
 			"to another cache; ignored", (void *)c, (void *)r);
 		return;
@@ -922,10 +925,9 @@ void regcache_put(struct regcache *c, struct regcache_region *region)
 	}
 	/* A held cached region of this cache is LIVE or DEAD: nobody can
 	 * claim it while it is held. */
-	if (rc_unlikely(r->cache_tag != c->tag ||
-			rc_seq_state(rc_load_relaxed(&r->seq)) > RC_SEQ_DEAD ||
-			(rc_load_relaxed(&r->flags) &
-			 (RC_REGION_PASSTHROUGH | RC_REGION_FORGOTTEN)))) {
+	if (rc_unlikely((rc_load_relaxed(&r->tag_flags) & ~RC_REGION_WATCHED) !=
+			c->tag ||
+			rc_seq_state(rc_load_relaxed(&r->seq)) > RC_SEQ_DEAD)) {
 		put_unusual(c, r);
 		return;
 	}

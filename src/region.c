@@ -4,6 +4,7 @@
  * and type-stable allocation (see region.h).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
@@ -17,9 +18,13 @@
 
 #define RC_SLAB_REGIONS 1024
 
+_Static_assert(sizeof(struct rc_region) == 64, "a region is one cache line");
+_Static_assert(offsetof(struct rc_region, link) == 48,
+	       "hits and puts touch the first 48 bytes");
+
 struct rc_slab {
-	struct rc_slab *next;
 	struct rc_region regions[RC_SLAB_REGIONS];
+	struct rc_slab *next;
 };
 
 /* ---------------------------------------------------------------------
@@ -309,7 +314,7 @@ void rc_region_pool_init(struct rc_region_pool *pool)
 
 	pthread_once(&slots_once, slots_init);
 	memset(pool, 0, sizeof(*pool));
-	pool->tag = rc_fetch_add_relaxed(&next_tag, 1);
+	pool->tag = rc_fetch_add_relaxed(&next_tag, 1) & RC_REGION_TAG_MASK;
 	TAILQ_INIT(&pool->free);
 }
 
@@ -334,10 +339,11 @@ struct rc_region *rc_region_alloc_locked(struct rc_region_pool *pool)
 
 struct rc_slab *rc_region_slab_new(struct rc_region_pool *pool)
 {
-	struct rc_slab *slab = calloc(1, sizeof(*slab));
+	struct rc_slab *slab = aligned_alloc(64, (sizeof(*slab) + 63) & ~(size_t)63);
 
 	if (!slab)
 		return NULL;
+	memset(slab, 0, sizeof(*slab));
 	/* Slot pointers need 48 bits: the kernel maps nothing above 2^47
 	 * (x86-64, also with 5-level paging) or 2^48 (arm64) unless asked
 	 * to with a hint, and malloc never asks. */
@@ -348,7 +354,8 @@ struct rc_slab *rc_region_slab_new(struct rc_region_pool *pool)
 	}
 	for (size_t i = 0; i < RC_SLAB_REGIONS; i++) {
 		rc_store_relaxed(&slab->regions[i].seq, RC_SEQ_FREE);
-		slab->regions[i].cache_tag = pool->tag;
+		rc_store_relaxed(&slab->regions[i].tag_flags,
+				 (uint16_t)(pool->tag & RC_REGION_TAG_MASK));
 	}
 	return slab;
 }
@@ -366,7 +373,7 @@ void rc_region_free_locked(struct rc_region_pool *pool, struct rc_region *r)
 {
 	rc_store_relaxed(&r->seq, rc_load_relaxed(&r->seq) | RC_SEQ_FREE);
 	/* A second put of a pass-through region finds it not pass-through. */
-	rc_store_relaxed(&r->flags, 0);
+	rc_region_set_flags(r, 0);
 	TAILQ_INSERT_HEAD(&pool->free, r, link);
 }
 
@@ -374,9 +381,8 @@ bool rc_region_forget_locked(struct rc_region_pool *pool, struct rc_region *r)
 {
 	rc_store_relaxed(&r->seq, rc_load_relaxed(&r->seq) | RC_SEQ_FREE);
 	if (rc_region_refs(r)) {
-		rc_store_relaxed(&r->flags,
-				 (uint16_t)(rc_load_relaxed(&r->flags) |
-					    RC_REGION_FORGOTTEN));
+		rc_region_set_flags(r, rc_region_flags(r) |
+					       RC_REGION_FORGOTTEN);
 		return false;
 	}
 	rc_region_free_locked(pool, r);

@@ -16,10 +16,11 @@
 
 #include "compat.h"
 
-/* rc_region.flags */
-#define RC_REGION_PASSTHROUGH	(1u << 0)	/* not cached: dereg at put */
-#define RC_REGION_WATCHED	(1u << 1)	/* unwatch after dereg */
-#define RC_REGION_FORGOTTEN	(1u << 2)	/* held across fork: never
+/* rc_region.tag_flags: the cache's tag in the low 13 bits, flags above. */
+#define RC_REGION_TAG_MASK	0x1fffu
+#define RC_REGION_PASSTHROUGH	(1u << 13)	/* not cached: dereg at put */
+#define RC_REGION_WATCHED	(1u << 14)	/* unwatch after dereg */
+#define RC_REGION_FORGOTTEN	(1u << 15)	/* held across fork: never
 						   deregistered or reused */
 
 /*
@@ -41,15 +42,17 @@
 /**
  * struct rc_region - one registered range
  *
- * The first 64 bytes are what a hit reads and writes. Region memory is
- * type-stable: it returns to its pool, never to the system, until the
- * cache is destroyed, so a hit may read a stale hint pointer safely.
+ * One cache line (64 bytes, 64-aligned in its slab): the first 48 bytes
+ * are what hits and puts read and write. Region memory is type-stable: it
+ * returns to its pool, never to the system, until the cache is destroyed,
+ * so a hit may read a stale hint pointer safely.
  *
  * Invariants:
  *   seq state LIVE  <=> in the cache's index and on its LRU
  *   refs(r)         == shared_refs + the count of r in every thread's
  *                      reference slots (struct rc_thread_refs), modulo 2^32
- *   cache_tag       == the tag of the cache whose pool holds it
+ *   tag_flags & RC_REGION_TAG_MASK == the tag of the cache whose pool
+ *                      holds it
  */
 struct rc_region {
 	_Atomic uint32_t seq;
@@ -57,23 +60,36 @@ struct rc_region {
 	_Atomic uintptr_t start;
 	_Atomic uintptr_t end;
 	_Atomic uint32_t shared_refs;	/* references no thread slot holds */
+	_Atomic uint32_t hits;		/* modulo 2^32: see regcache_get() */
+	void *handle;
 	_Atomic uint16_t last_use;	/* LRU clock at the last put */
-	_Atomic uint16_t flags;		/* RC_REGION_* */
+	_Atomic uint16_t tag_flags;	/* cache tag | RC_REGION_* */
 	union {				/* written under the cache lock: */
 		_Atomic uint16_t lru_stamp;	/* live: last_use when queued */
 		_Atomic uint32_t kill_ticket;	/* dead: the cache's kill count */
 	};
-	uint32_t cache_tag;
-	_Atomic uint64_t hits;
-	void *handle;
 
-	/* Cold: changed under the cache lock only. */
+	/* Changed under the cache lock only. */
 	TAILQ_ENTRY(rc_region) link;	/* LRU, dead, pass-through or free */
-};
-/* 104 bytes: with one hint slot (8 bytes) a cached region costs 112 bytes.
+} __attribute__((aligned(64)));
+/* With one hint slot (8 bytes) and its index entry (16 bytes in a full
+ * node) a cached region costs about 90 bytes.
  * The LRU clock is kept modulo 2^16 here; a region used exactly a multiple
  * of 65536 misses after it was queued looks unused and may be evicted a
  * little early, which costs one re-registration. */
+
+static inline unsigned rc_region_flags(const struct rc_region *r)
+{
+	return rc_load_relaxed(&r->tag_flags) & ~RC_REGION_TAG_MASK;
+}
+
+/* Under the cache lock, or before anyone else can see @r. */
+static inline void rc_region_set_flags(struct rc_region *r, unsigned flags)
+{
+	uint16_t tag = rc_load_relaxed(&r->tag_flags) & RC_REGION_TAG_MASK;
+
+	rc_store_relaxed(&r->tag_flags, (uint16_t)(tag | flags));
+}
 
 TAILQ_HEAD(rc_region_list, rc_region);
 
@@ -146,9 +162,9 @@ extern rc_hidden __thread struct rc_thread_refs *rc_my_refs
 static inline _Atomic uint64_t *rc_ref_slot(struct rc_thread_refs *t,
 					    const struct rc_region *r)
 {
-	/* Regions are 8-aligned and 13 words apart in a slab: consecutive
-	 * ones take distinct slots. */
-	return &t->slot[((uintptr_t)r >> 3) % RC_THREAD_SLOTS];
+	/* Regions are 64 bytes apart in a slab: consecutive ones take
+	 * distinct slots. */
+	return &t->slot[((uintptr_t)r >> 6) % RC_THREAD_SLOTS];
 }
 
 /* Count a reference without a slot (registers the thread's slots first,
@@ -246,7 +262,7 @@ static inline void rc_region_fill(struct rc_region *r, uintptr_t start,
 	rc_store_relaxed(&r->start, start);
 	rc_store_relaxed(&r->end, end);
 	rc_store_relaxed(&r->access, access);
-	rc_store_relaxed(&r->flags, (uint16_t)flags);
+	rc_region_set_flags(r, flags);
 	rc_store_relaxed(&r->hits, 0);
 	r->handle = handle;
 }
@@ -281,8 +297,10 @@ struct rc_slab;
 
 /**
  * struct rc_region_pool - the regions of one cache
- * @tag:   stamped into every region (rc_region.cache_tag), so that a put
- *         can tell a region of another cache cheaply.
+ * @tag:   stamped into every region (rc_region.tag_flags), so that a put
+ *         can tell a region of another cache cheaply (13 bits: a check for
+ *         misuse, not a proof; the 8192nd cache created shares the first
+ *         one's tag).
  *
  * Every call named _locked needs the lock the caller guards the pool with
  * (the cache lock); the others take no lock.
