@@ -89,8 +89,12 @@ static void thread_exit(void *arg)
 					    (uint32_t)(v >> 48));
 		rc_store_release(&t->slot[i], 0);
 	}
-	table_leave(t);
-	rc_store_relaxed(&table_state[t - tables], TABLE_TRUSTED);
+	/* Left for good, whether revoked yet or not: a revoke_all() that
+	 * comes later finds it not TRUSTED and does not wait for it. The
+	 * next owner makes it TRUSTED again (take_table()). */
+	if (atomic_exchange(&table_state[t - tables], TABLE_GIVEN_UP) ==
+	    TABLE_REVOKED)
+		atomic_fetch_sub(&revoked_owners, 1);
 	rc_store_release(&table_taken[t - tables], false);
 }
 
@@ -148,6 +152,7 @@ static struct rc_thread_refs *take_table(void)
 		    !atomic_compare_exchange_strong(&table_taken[i], &expected,
 						    true))
 			continue;
+		atomic_store(&table_state[i], TABLE_TRUSTED);
 		/* Publish the table to readers before the first count in it. */
 		used = rc_load_relaxed(&tables_used);
 		while (used <= i &&
