@@ -103,43 +103,67 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
  * ->pull() sees every record: when none from a fact's generation on
  * overlaps the fact, it carries the fact to the pulled position, so that
  * unmaps elsewhere (free() returning memory) do not throw it away.
- * facts.lock is taken alone, or inside the monitor lock by ->pull().
+ *
+ * Writers take facts.lock (alone, or inside the monitor lock in ->pull())
+ * and bracket their changes with facts.version (odd meanwhile); a miss
+ * reads without the lock, as a seqlock reader, and looks the VMA up when it
+ * raced with a writer.
  */
 #define RC_VMA_FACTS 4
 static struct {
 	pthread_mutex_t lock;
 	unsigned next;
+	_Atomic uint32_t version;
 	struct vma_fact {
-		uint64_t start, end, gen;
-		bool valid;
+		_Atomic uint64_t start, end, gen;
+		_Atomic bool valid;
 	} f[RC_VMA_FACTS];
 } facts = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+/* Under facts.lock. */
+static void facts_write_begin(void)
+{
+	rc_store_relaxed(&facts.version, rc_load_relaxed(&facts.version) + 1);
+	atomic_thread_fence(memory_order_release);
+}
+
+static void facts_write_end(void)
+{
+	rc_store_release(&facts.version, rc_load_relaxed(&facts.version) + 1);
+}
+
+/* Under facts.lock. */
 static void facts_forget_all(void)
 {
+	facts_write_begin();
 	for (unsigned i = 0; i < RC_VMA_FACTS; i++)
-		facts.f[i].valid = false;
+		rc_store_relaxed(&facts.f[i].valid, false);
+	facts_write_end();
 }
 
 /* The end of a VMA known to be private anonymous memory of base pages that
- * contains @addr, or 0. */
+ * contains @addr, or 0 (also when a writer got in the way). */
 static uintptr_t facts_lookup(uintptr_t addr)
 {
 	uint64_t gen = rc_load_acquire(ebpf.gen);
+	uint32_t version = rc_load_acquire(&facts.version);
 	uintptr_t end = 0;
 
-	pthread_mutex_lock(&facts.lock);
+	if (version & 1)
+		return 0;
 	for (unsigned i = 0; i < RC_VMA_FACTS; i++) {
-		const struct vma_fact *f = &facts.f[i];
+		struct vma_fact *f = &facts.f[i];
 
-		if (f->valid && f->gen == gen && f->start <= addr &&
-		    addr < f->end) {
-			end = (uintptr_t)f->end;
+		if (rc_load_relaxed(&f->valid) &&
+		    rc_load_relaxed(&f->gen) == gen &&
+		    rc_load_relaxed(&f->start) <= addr &&
+		    addr < rc_load_relaxed(&f->end)) {
+			end = (uintptr_t)rc_load_relaxed(&f->end);
 			break;
 		}
 	}
-	pthread_mutex_unlock(&facts.lock);
-	return end;
+	atomic_thread_fence(memory_order_acquire);
+	return rc_load_relaxed(&facts.version) == version ? end : 0;
 }
 
 /* A lookup that began at generation @gen found [start, end) private,
@@ -150,8 +174,12 @@ static void facts_add(uint64_t start, uint64_t end, uint64_t gen)
 
 	pthread_mutex_lock(&facts.lock);
 	f = &facts.f[facts.next++ % RC_VMA_FACTS];
-	*f = (struct vma_fact){ .start = start, .end = end, .gen = gen,
-				.valid = true };
+	facts_write_begin();
+	rc_store_relaxed(&f->start, start);
+	rc_store_relaxed(&f->end, end);
+	rc_store_relaxed(&f->gen, gen);
+	rc_store_relaxed(&f->valid, true);
+	facts_write_end();
 	pthread_mutex_unlock(&facts.lock);
 }
 
@@ -246,6 +274,7 @@ static void atfork_child_unlock(void)
 	pthread_mutex_unlock(&ebpf.files.lock);
 	/* Another thread may have held it; the facts are the parent's. */
 	pthread_mutex_init(&facts.lock, NULL);
+	rc_store_relaxed(&facts.version, 0);
 	facts_forget_all();
 	atfork_child();
 }
@@ -717,7 +746,8 @@ static void pull_record(void *arg, uint64_t start, uint64_t end)
 		return;
 	}
 	for (unsigned i = 0; i < RC_VMA_FACTS; i++)
-		if (start < facts.f[i].end && facts.f[i].start < end)
+		if (start < rc_load_relaxed(&facts.f[i].end) &&
+		    rc_load_relaxed(&facts.f[i].start) < end)
 			b->facts_hit |= 1u << i;
 	/* The programs record each change up to three times (before it,
 	 * under the mmap lock, after it); back to back, publish it once. */
@@ -762,14 +792,17 @@ static void bpf_pull(struct rc_monitor *mon)
 	if (b.everything)
 		rc_monitor_publish_all(mon);
 	/* Every record in [cons, prod) was checked against the facts. */
+	facts_write_begin();
 	for (unsigned i = 0; i < RC_VMA_FACTS; i++) {
 		struct vma_fact *f = &facts.f[i];
+		uint64_t gen = rc_load_relaxed(&f->gen);
 
 		if (b.everything || (b.facts_hit & (1u << i)))
-			f->valid = false;
-		else if (f->valid && cons <= f->gen && f->gen <= prod)
-			f->gen = prod;
+			rc_store_relaxed(&f->valid, false);
+		else if (rc_load_relaxed(&f->valid) && cons <= gen && gen <= prod)
+			rc_store_relaxed(&f->gen, prod);
 	}
+	facts_write_end();
 	pthread_mutex_unlock(&facts.lock);
 }
 
