@@ -67,16 +67,38 @@ static inline void kill_batch_scan_all(struct kill_batch *b)
 /*
  * Allocation happens outside the cache lock: a malloc can unmap memory, and
  * with userfaultfd the unmapping thread sleeps until the monitor reads the
- * event (docs/design.md, rule 1).
+ * event (docs/design.md, rule 1). So the index gets the nodes its next
+ * insert may need here, before the lock is taken to insert.
  */
+static bool index_top_up(struct regcache *c, unsigned want)
+{
+	struct rc_index_node *nodes[RC_INDEX_SPARES_MAX];
+	unsigned n = 0;
+	bool all;
+
+	while (n < want && n < RC_INDEX_SPARES_MAX &&
+	       (nodes[n] = rc_index_node_new()))
+		n++;
+	all = n == want;
+	pthread_mutex_lock(&c->lock);
+	while (n)
+		rc_index_add_spare(&c->index, nodes[--n]);
+	pthread_mutex_unlock(&c->lock);
+	return all;
+}
+
 static struct rc_region *region_alloc(struct regcache *c)
 {
 	struct rc_slab *slab;
 	struct rc_region *r;
+	unsigned want;
 
 	pthread_mutex_lock(&c->lock);
 	r = rc_region_alloc_locked(&c->pool);
+	want = rc_index_spares_wanted(&c->index);
 	pthread_mutex_unlock(&c->lock);
+	if (want)
+		index_top_up(c, want);
 	if (r)
 		return r;
 	slab = rc_region_slab_new(&c->pool);
@@ -108,11 +130,13 @@ static void dereg(struct regcache *c, struct rc_region *r)
 	atomic_fetch_sub_explicit(&c->cur_regions, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&c->cur_bytes, end - start,
 				  memory_order_relaxed);
-	if (rc_load_relaxed(&r->flags) & RC_REGION_WATCHED)
+	if (rc_region_flags(r) & RC_REGION_WATCHED)
 		rc_monitor_unwatch(start, end);
 }
 
-/* Index a filled region: it becomes LIVE, hintable and evictable. */
+/* Index a filled region: it becomes LIVE, hintable and evictable. The
+ * index has its spares (rc_index_spares_wanted() is 0): it allocates
+ * nothing. */
 static void make_live_locked(struct regcache *c, struct rc_region *r,
 			     uint32_t now)
 {
@@ -153,7 +177,12 @@ static void claim_killed(struct regcache *c, struct kill_batch *batch)
 	pthread_mutex_lock(&c->lock);
 	killed_before = c->kills;
 	pthread_mutex_unlock(&c->lock);
-	rc_region_fence_counts();
+	if (!rc_region_fence_counts()) {
+		/* Counts cannot be trusted yet (region.h, References): the
+		 * dead stay registered until a later scan or last put. */
+		kill_batch_init(batch);
+		return;
+	}
 	/* Every reference taken before these kills is now visible to all:
 	 * a later last put of one of them needs no membarrier of its own. */
 	rc_store_release(&c->fenced_kills, killed_before);
@@ -201,8 +230,8 @@ static rc_noinline void claim_if_unused(struct regcache *c,
 	if ((int32_t)(rc_load_relaxed(&r->kill_ticket) -
 		      rc_load_acquire(&c->fenced_kills)) <= 0)
 		rc_fence_seqcst();
-	else
-		rc_region_fence_counts();
+	else if (!rc_region_fence_counts())
+		return;	/* claimed by a later scan */
 	if (rc_region_refs(r) != 0 || !rc_region_claim(r, seq))
 		return;
 	dereg(c, r);
@@ -396,9 +425,8 @@ static void forget_all_locked(struct regcache *c)
 	}
 	while ((r = TAILQ_FIRST(&c->passthrough))) {
 		TAILQ_REMOVE(&c->passthrough, r, link);
-		rc_store_relaxed(&r->flags,
-				 (uint16_t)(rc_load_relaxed(&r->flags) |
-					    RC_REGION_FORGOTTEN));
+		rc_region_set_flags(r, rc_region_flags(r) |
+					       RC_REGION_FORGOTTEN);
 	}
 	if (c->pinned)
 		rc_budget_release(rc_load_relaxed(&c->cur_bytes));
@@ -721,6 +749,19 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 
 		kill_batch_init(&batch);
 		pthread_mutex_lock(&c->lock);
+		/* Other misses may have used the spares region_alloc() left;
+		 * the pending record still catches any change meanwhile. */
+		while (!ret && !pending.tainted &&
+		       rc_index_spares_wanted(&c->index)) {
+			unsigned want = rc_index_spares_wanted(&c->index);
+			bool room;
+
+			pthread_mutex_unlock(&c->lock);
+			room = index_top_up(c, want);
+			pthread_mutex_lock(&c->lock);
+			if (!room)
+				pending.tainted = true;	/* out of memory */
+		}
 		/* Drain what was published while we pinned before leaving the
 		 * pending list, so that such a change taints this
 		 * registration. (No fork can be detected here: the thread in
@@ -798,7 +839,10 @@ int regcache_get(struct regcache *c, const void *addr, size_t len,
 		return get_slow(c, addr, len, access, out);
 	if (rc_unlikely(c->probe_hits) && !probe_hit(c, r, seq))
 		return get_slow(c, addr, len, access, out);
-	rc_bump_relaxed(&r->hits, 1);
+	/* Counted in the region, modulo 2^32: a wrap carries into the
+	 * cache (once per 2^32 hits of one region). */
+	if (rc_unlikely(!rc_bump_relaxed(&r->hits, 1)))
+		rc_fetch_add_relaxed(&c->hits_wrapped, (uint64_t)1 << 32);
 	*out = (struct regcache_region *)r;
 	return 0;
 }
@@ -808,7 +852,7 @@ static rc_noinline void put_passthrough(struct regcache *c,
 {
 	/* Held across fork: the registration is the parent's. */
 	check_fork(c);
-	if (rc_load_relaxed(&r->flags) & RC_REGION_FORGOTTEN)
+	if (rc_region_flags(r) & RC_REGION_FORGOTTEN)
 		return;
 	dereg(c, r);
 	pthread_mutex_lock(&c->lock);
@@ -849,9 +893,10 @@ static rc_noinline bool put_shared(struct regcache *c, struct rc_region *r)
 /* Pass-through, forgotten across fork, or not a held region of @c. */
 static rc_noinline void put_unusual(struct regcache *c, struct rc_region *r)
 {
-	uint16_t flags = rc_load_relaxed(&r->flags);
+	uint16_t tag_flags = rc_load_relaxed(&r->tag_flags);
+	unsigned flags = tag_flags & ~RC_REGION_TAG_MASK;
 
-	if (r->cache_tag != c->tag) {
+	if ((tag_flags & RC_REGION_TAG_MASK) != c->tag) {
 		rc_warn("regcache_put(cache=%p, region=%p): the region belongs "
 			"to another cache; ignored", (void *)c, (void *)r);
 		return;
@@ -880,10 +925,9 @@ void regcache_put(struct regcache *c, struct regcache_region *region)
 	}
 	/* A held cached region of this cache is LIVE or DEAD: nobody can
 	 * claim it while it is held. */
-	if (rc_unlikely(r->cache_tag != c->tag ||
-			rc_seq_state(rc_load_relaxed(&r->seq)) > RC_SEQ_DEAD ||
-			(rc_load_relaxed(&r->flags) &
-			 (RC_REGION_PASSTHROUGH | RC_REGION_FORGOTTEN)))) {
+	if (rc_unlikely((rc_load_relaxed(&r->tag_flags) & ~RC_REGION_WATCHED) !=
+			c->tag ||
+			rc_seq_state(rc_load_relaxed(&r->seq)) > RC_SEQ_DEAD)) {
 		put_unusual(c, r);
 		return;
 	}

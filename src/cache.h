@@ -68,6 +68,7 @@ struct regcache {
 	size_t nr_live;
 	size_t live_bytes;
 	uint64_t hits_retired;		/* hits of regions no longer live */
+	_Atomic uint64_t hits_wrapped;	/* 2^32 per wrap of a region's hits */
 	uint32_t kills;			/* kills so far: the kill tickets */
 	_Atomic uint32_t fenced_kills;	/* kills before the last completed
 					   rc_region_fence_counts() */

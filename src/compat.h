@@ -31,9 +31,15 @@
  * rc_region_ref() and rc_region_fence_counts()). */
 #define rc_compiler_fence()	atomic_signal_fence(memory_order_seq_cst)
 
-/* Non-atomic increment of a word only one thread writes, readable by others. */
-#define rc_bump_relaxed(p, v) \
-	rc_store_relaxed((p), rc_load_relaxed(p) + (v))
+/* Non-atomic increment of a word only one thread writes, readable by
+ * others; the new value. */
+#define rc_bump_relaxed(p, v)                                              \
+	({                                                                 \
+		__typeof__(rc_load_relaxed(p)) rc_new_ =                    \
+			(__typeof__(rc_load_relaxed(p)))(rc_load_relaxed(p) + (v)); \
+		rc_store_relaxed((p), rc_new_);                              \
+		rc_new_;                                                     \
+	})
 
 /*
  * rc_assert(expr): an invariant check, compiled in only with RC_DEBUG

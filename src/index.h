@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The interval index: the live regions of one cache, which never overlap,
- * in a red-black tree ordered by start (BSD <sys/tree.h>), and a
+ * in a B+ tree of (start, region) pairs ordered by start, and a
  * direct-mapped hint table that lets a hit find its region without a lock.
+ *
+ * The tree lives outside the regions: a region carries no links for it,
+ * and the keys of a search sit together in the tree's nodes (a lookup
+ * among a million regions touches 4 nodes, not 20 scattered regions).
+ * Sequential inserts, upwards or downwards, fill nodes completely.
  *
  * It knows a region only as [start, end): it never kills, counts or frees
  * one. The caller serialises every call except rc_index_hint(), which hits
@@ -19,15 +24,18 @@
 #include "compat.h"
 #include "region.h"
 
-RB_HEAD(rc_tree, rc_region);
+struct rc_index_node;
 
 /**
  * struct rc_index - an interval index with its hint table
  * @hint:      2^@hint_bits slots, each the last region found for a page
  *             that maps to it (or NULL).
  * @hint_mask: 2^@hint_bits - 1.
- * @tree:      the regions, by start; for any two, a.end <= b.start or
- *             b.end <= a.start.
+ * @root:      the tree, NULL when empty; for any two regions in it,
+ *             a.end <= b.start or b.end <= a.start.
+ * @depth:     levels of inner nodes above the leaves.
+ * @spare:     free nodes, for inserts made under a lock (see
+ *             rc_index_spares_wanted()); removals return nodes here.
  *
  * The hint fields come first: a hit reads them, and only them.
  */
@@ -35,15 +43,33 @@ struct rc_index {
 	_Atomic(struct rc_region *) *hint;
 	uint32_t hint_mask;
 	uint32_t hint_bits;
-	struct rc_tree tree;
+	struct rc_index_node *root;
+	unsigned depth;
+	unsigned nspare;
+	struct rc_index_node *spare;
 };
 
 /* An empty index with about @max_regions hint slots; 0 or -ENOMEM. */
 rc_hidden int rc_index_init(struct rc_index *ix, size_t max_regions);
+/* Free the tree's nodes and the hint table (the regions are the caller's). */
 rc_hidden void rc_index_fini(struct rc_index *ix);
 
-/* Add @r, which overlaps no region of @ix. */
-rc_hidden void rc_index_insert(struct rc_index *ix, struct rc_region *r);
+/*
+ * How many nodes the next insert may need beyond the spares: allocate them
+ * with rc_index_node_new() (without the caller's lock: an allocation may
+ * unmap memory) and hand them over with rc_index_add_spare(). With no
+ * spares wanted, rc_index_insert() never allocates.
+ */
+rc_hidden unsigned rc_index_spares_wanted(const struct rc_index *ix);
+/* rc_index_spares_wanted() never exceeds this. */
+#define RC_INDEX_SPARES_MAX 34
+rc_hidden struct rc_index_node *rc_index_node_new(void);
+rc_hidden void rc_index_add_spare(struct rc_index *ix,
+				  struct rc_index_node *node);
+
+/* Add @r, which overlaps no region of @ix; 0, or -ENOMEM when it had to
+ * allocate a node (no spares) and could not. */
+rc_hidden int rc_index_insert(struct rc_index *ix, struct rc_region *r);
 /* Remove @r, which is in @ix. Its hints stay: they are only guesses. */
 rc_hidden void rc_index_remove(struct rc_index *ix, struct rc_region *r);
 

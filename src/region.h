@@ -11,16 +11,16 @@
 #define RC_REGION_H
 
 #include <bsd/sys/queue.h>
-#include <bsd/sys/tree.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "compat.h"
 
-/* rc_region.flags */
-#define RC_REGION_PASSTHROUGH	(1u << 0)	/* not cached: dereg at put */
-#define RC_REGION_WATCHED	(1u << 1)	/* unwatch after dereg */
-#define RC_REGION_FORGOTTEN	(1u << 2)	/* held across fork: never
+/* rc_region.tag_flags: the cache's tag in the low 13 bits, flags above. */
+#define RC_REGION_TAG_MASK	0x1fffu
+#define RC_REGION_PASSTHROUGH	(1u << 13)	/* not cached: dereg at put */
+#define RC_REGION_WATCHED	(1u << 14)	/* unwatch after dereg */
+#define RC_REGION_FORGOTTEN	(1u << 15)	/* held across fork: never
 						   deregistered or reused */
 
 /*
@@ -42,15 +42,17 @@
 /**
  * struct rc_region - one registered range
  *
- * The first 64 bytes are what a hit reads and writes. Region memory is
- * type-stable: it returns to its pool, never to the system, until the
- * cache is destroyed, so a hit may read a stale hint pointer safely.
+ * One cache line (64 bytes, 64-aligned in its slab): the first 48 bytes
+ * are what hits and puts read and write. Region memory is type-stable: it
+ * returns to its pool, never to the system, until the cache is destroyed,
+ * so a hit may read a stale hint pointer safely.
  *
  * Invariants:
  *   seq state LIVE  <=> in the cache's index and on its LRU
  *   refs(r)         == shared_refs + the count of r in every thread's
  *                      reference slots (struct rc_thread_refs), modulo 2^32
- *   cache_tag       == the tag of the cache whose pool holds it
+ *   tag_flags & RC_REGION_TAG_MASK == the tag of the cache whose pool
+ *                      holds it
  */
 struct rc_region {
 	_Atomic uint32_t seq;
@@ -58,24 +60,36 @@ struct rc_region {
 	_Atomic uintptr_t start;
 	_Atomic uintptr_t end;
 	_Atomic uint32_t shared_refs;	/* references no thread slot holds */
+	_Atomic uint32_t hits;		/* modulo 2^32: see regcache_get() */
+	void *handle;
 	_Atomic uint16_t last_use;	/* LRU clock at the last put */
-	_Atomic uint16_t flags;		/* RC_REGION_* */
+	_Atomic uint16_t tag_flags;	/* cache tag | RC_REGION_* */
 	union {				/* written under the cache lock: */
 		_Atomic uint16_t lru_stamp;	/* live: last_use when queued */
 		_Atomic uint32_t kill_ticket;	/* dead: the cache's kill count */
 	};
-	uint32_t cache_tag;
-	_Atomic uint64_t hits;
-	void *handle;
 
-	/* Cold: changed under the cache lock only. */
-	RB_ENTRY(rc_region) rb;		/* index.c */
+	/* Changed under the cache lock only. */
 	TAILQ_ENTRY(rc_region) link;	/* LRU, dead, pass-through or free */
-};
-/* 104 bytes: with one hint slot (8 bytes) a cached region costs 112 bytes.
+} __attribute__((aligned(64)));
+/* With one hint slot (8 bytes) and its index entry (16 bytes in a full
+ * node) a cached region costs about 90 bytes.
  * The LRU clock is kept modulo 2^16 here; a region used exactly a multiple
  * of 65536 misses after it was queued looks unused and may be evicted a
  * little early, which costs one re-registration. */
+
+static inline unsigned rc_region_flags(const struct rc_region *r)
+{
+	return rc_load_relaxed(&r->tag_flags) & ~RC_REGION_TAG_MASK;
+}
+
+/* Under the cache lock, or before anyone else can see @r. */
+static inline void rc_region_set_flags(struct rc_region *r, unsigned flags)
+{
+	uint16_t tag = rc_load_relaxed(&r->tag_flags) & RC_REGION_TAG_MASK;
+
+	rc_store_relaxed(&r->tag_flags, (uint16_t)(tag | flags));
+}
 
 TAILQ_HEAD(rc_region_list, rc_region);
 
@@ -106,6 +120,21 @@ static inline uintptr_t rc_region_end(const struct rc_region *r)
  * every thread at once). Where membarrier() is unavailable no thread gets
  * slots, and every count is an RMW.
  *
+ * Where membarrier() starts failing after threads got slots (a seccomp
+ * filter installed later, a forked child's new mm), a local fence is not
+ * enough: a getter's count may still sit in its store buffer while its
+ * re-read of seq has already seen the region live, and no fence of ours
+ * can flush another CPU's store buffer. So the slots are revoked instead:
+ * no thread gets new ones, every slot is marked (RC_REF_REVOKED) so that
+ * its owner's fast path misses it, and an owner that misses gives its
+ * slots up for good with a release RMW, after which it counts only with
+ * seq_cst RMWs. Its earlier plain stores come before that RMW, so once
+ * every revoked owner has given up (or exited), every count is visible
+ * and a fence of the killer's own suffices again. Until then
+ * rc_region_fence_counts() returns false and nothing may be claimed: a
+ * dead region stays registered (and is claimed later), never deregistered
+ * under a reference nobody could see.
+ *
  * A put from a thread other than the getter finds no slot for the region
  * and counts down shared_refs: the sum stays right modulo 2^32.
  * ------------------------------------------------------------------- */
@@ -116,6 +145,11 @@ static inline uintptr_t rc_region_end(const struct rc_region *r)
 #define RC_REF_ONE	((uint64_t)1 << 48)
 #define RC_REF_PTR_MASK	(RC_REF_ONE - 1)
 #define RC_REF_MAX	((uint64_t)0xffff << 48)
+/* Revoked slot: bit 0 of the pointer (regions are 8-aligned), so that no
+ * fast path matches it while readers still count it. An empty slot is
+ * revoked as RC_REF_MAX | RC_REF_REVOKED, which counts for no region. */
+#define RC_REF_REVOKED	((uint64_t)1)
+#define rc_ref_region(v) ((uintptr_t)((v) & RC_REF_PTR_MASK & ~RC_REF_REVOKED))
 
 struct rc_thread_refs {
 	_Atomic uint64_t slot[RC_THREAD_SLOTS];
@@ -128,14 +162,17 @@ extern rc_hidden __thread struct rc_thread_refs *rc_my_refs
 static inline _Atomic uint64_t *rc_ref_slot(struct rc_thread_refs *t,
 					    const struct rc_region *r)
 {
-	/* Regions are 8-aligned and 13 words apart in a slab: consecutive
-	 * ones take distinct slots. */
-	return &t->slot[((uintptr_t)r >> 3) % RC_THREAD_SLOTS];
+	/* Regions are 64 bytes apart in a slab: consecutive ones take
+	 * distinct slots. */
+	return &t->slot[((uintptr_t)r >> 6) % RC_THREAD_SLOTS];
 }
 
 /* Count a reference without a slot (registers the thread's slots first,
  * if it has none yet and can have them). */
 rc_hidden void rc_region_count_up_shared(struct rc_region *r);
+/* A count operation missed the calling thread's slot: if its slots were
+ * revoked, give them up (see References). */
+rc_hidden void rc_region_slot_missed(struct rc_thread_refs *t);
 
 static inline void rc_region_count_up(struct rc_region *r)
 {
@@ -180,6 +217,7 @@ static inline bool rc_region_count_down_local(struct rc_region *r)
 			rc_compiler_fence();
 			return true;
 		}
+		rc_region_slot_missed(t);
 	}
 	return false;
 }
@@ -205,9 +243,12 @@ static inline bool rc_region_ref(struct rc_region *r, uint32_t seq)
  * After a kill (seq made odd with a seq_cst store): make every thread's
  * earlier count update visible to this one, so that a count read next is
  * either complete or its taker will see the kill. A membarrier() where
- * threads count in slots, else a fence. Never under a lock a hit takes.
+ * threads count in slots, else a fence. false when that cannot be had
+ * (slots revoked, some owner not yet moved off them): then no count may
+ * be trusted to be complete, and nothing may be claimed. Never under a
+ * lock a hit takes.
  */
-rc_hidden void rc_region_fence_counts(void);
+rc_hidden bool rc_region_fence_counts(void);
 
 /* ---------------------------------------------------------------------
  * Lifecycle
@@ -221,7 +262,7 @@ static inline void rc_region_fill(struct rc_region *r, uintptr_t start,
 	rc_store_relaxed(&r->start, start);
 	rc_store_relaxed(&r->end, end);
 	rc_store_relaxed(&r->access, access);
-	rc_store_relaxed(&r->flags, (uint16_t)flags);
+	rc_region_set_flags(r, flags);
 	rc_store_relaxed(&r->hits, 0);
 	r->handle = handle;
 }
@@ -256,8 +297,10 @@ struct rc_slab;
 
 /**
  * struct rc_region_pool - the regions of one cache
- * @tag:   stamped into every region (rc_region.cache_tag), so that a put
- *         can tell a region of another cache cheaply.
+ * @tag:   stamped into every region (rc_region.tag_flags), so that a put
+ *         can tell a region of another cache cheaply (13 bits: a check for
+ *         misuse, not a proof; the 8192nd cache created shares the first
+ *         one's tag).
  *
  * Every call named _locked needs the lock the caller guards the pool with
  * (the cache lock); the others take no lock.

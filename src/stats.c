@@ -20,7 +20,7 @@ void regcache_get_stats(const struct regcache *cache,
 	/* Hits are counted in each region (a shared counter would make two
 	 * threads hitting distinct buffers write one cache line). */
 	pthread_mutex_lock(&c->lock);
-	hits = c->hits_retired;
+	hits = c->hits_retired + rc_load_relaxed(&c->hits_wrapped);
 	for (r = rc_index_first_overlap(&c->index, 0, UINTPTR_MAX); r;
 	     r = rc_index_next_overlap(&c->index, r, UINTPTR_MAX))
 		hits += rc_load_relaxed(&r->hits);

@@ -3,7 +3,10 @@
  * Description: the interval index alone (src/index.c, built into this
  * program with rc_assert compiled in): insert, remove, first_overlap,
  * next_overlap and the hint table, at the edges of half-open ranges, then
- * a randomized run against a naive list of intervals. A negative control
+ * a randomized run against a naive list of intervals, then bulk runs deep
+ * enough for the tree to split, merge and rebalance on every level
+ * (ascending, descending and shuffled inserts and removals of 200000
+ * regions, checked by a full walk and by lookups). A negative control
  * proves that an overlapping insert trips rc_assert.
  */
 #include <signal.h>
@@ -260,6 +263,104 @@ static void test_random(int ops)
 	rc_index_fini(&ix);
 }
 
+#define BULK 200000
+static struct rc_region bulk[BULK];
+static bool bulk_in[BULK];
+
+/* Region i of the bulk set covers pages [3i, 3i+2): one-page gaps. */
+static uintptr_t bulk_start(int i)
+{
+	return ((uintptr_t)3 * (uintptr_t)i + 16) << 12;
+}
+
+/* A full walk and a lookup of every region and gap agree with bulk_in. */
+static void bulk_check(const struct rc_index *ix, const char *when)
+{
+	int expect = 0, n = 0, failures_before = t_failures;
+	const struct rc_region *prev = NULL;
+
+	for (int i = 0; i < BULK; i++)
+		expect += bulk_in[i];
+	for (struct rc_region *r = rc_index_first_overlap(ix, 0, UINTPTR_MAX);
+	     r; r = rc_index_next_overlap(ix, r, UINTPTR_MAX)) {
+		long i = r - bulk;
+
+		T_CHECK(i >= 0 && i < BULK && bulk_in[i]);
+		T_CHECK(!prev || rc_region_end(prev) <= rc_region_start(r));
+		prev = r;
+		n++;
+		if (t_failures > failures_before + 5)
+			break;
+	}
+	EXPECT_EQ(expect, n);
+	for (int i = 0; i < BULK && t_failures == failures_before; i++) {
+		uintptr_t s = bulk_start(i);
+
+		EXPECT_REGION(bulk_in[i] ? &bulk[i] : NULL,
+			      rc_index_first_overlap(ix, s + 4096, s + 8192));
+		/* The gap after region i, then up to region i+1's start. */
+		T_CHECK(!rc_index_first_overlap(ix, s + 8192, s + 12288));
+		if (i + 1 < BULK)
+			EXPECT_REGION(bulk_in[i + 1] ? &bulk[i + 1] : NULL,
+				      rc_index_first_overlap(ix, s + 8192,
+							     s + 12289));
+	}
+	if (t_failures != failures_before)
+		fprintf(stderr, "bulk check failed %s\n", when);
+}
+
+static void bulk_order(int *order, bool shuffle, bool descending)
+{
+	for (int i = 0; i < BULK; i++)
+		order[i] = descending ? BULK - 1 - i : i;
+	for (int i = BULK - 1; shuffle && i > 0; i--) {
+		int j = (int)(next_rand() % (uint64_t)(i + 1)), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+}
+
+static void test_bulk(bool shuffle, bool descending)
+{
+	static int order[BULK];
+	struct rc_index ix;
+
+	T_REQUIRE(rc_index_init(&ix, BULK) == 0);
+	for (int i = 0; i < BULK; i++) {
+		rc_store_relaxed(&bulk[i].start, bulk_start(i));
+		rc_store_relaxed(&bulk[i].end, bulk_start(i) + 8192);
+	}
+	bulk_order(order, shuffle, descending);
+	for (int k = 0; k < BULK; k++) {
+		T_REQUIRE(rc_index_insert(&ix, &bulk[order[k]]) == 0);
+		bulk_in[order[k]] = true;
+	}
+	bulk_check(&ix, "after the inserts");
+	/* Every other one out (merges and rebalancing on every level), then
+	 * back in, then all out in another order. */
+	for (int k = 0; k < BULK; k += 2) {
+		rc_index_remove(&ix, &bulk[order[k]]);
+		bulk_in[order[k]] = false;
+	}
+	bulk_check(&ix, "after removing every other one");
+	for (int k = 0; k < BULK; k += 2) {
+		T_REQUIRE(rc_index_insert(&ix, &bulk[order[k]]) == 0);
+		bulk_in[order[k]] = true;
+	}
+	bulk_check(&ix, "after inserting them again");
+	bulk_order(order, true, false);
+	for (int k = 0; k < BULK; k++) {
+		rc_index_remove(&ix, &bulk[order[k]]);
+		bulk_in[order[k]] = false;
+		if (k == BULK * 9 / 10)
+			bulk_check(&ix, "with a tenth left");
+	}
+	EXPECT_REGION(NULL, rc_index_first_overlap(&ix, 0, UINTPTR_MAX));
+	EXPECT_EQ(0, ix.depth);
+	rc_index_fini(&ix);
+}
+
 /* Negative control: an overlapping insert breaks the index's invariant,
  * and rc_assert (compiled into this program) must catch it. */
 static void test_assert_catches_overlap(void)
@@ -291,6 +392,9 @@ int main(void)
 	test_edges();
 	test_hints();
 	test_random(T_SCALE(200000));
+	test_bulk(false, false);
+	test_bulk(false, true);
+	test_bulk(true, false);
 	test_assert_catches_overlap();
 	return t_exit_status();
 }

@@ -77,6 +77,112 @@ static struct bpf_backend {
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
+/*
+ * VMA facts: the last few VMAs that ->watch() found private, anonymous and
+ * of base pages (nothing to subscribe to), each with a generation at which
+ * it was still known to be one. Most misses land in a VMA an earlier miss
+ * looked up already; the lookup (PROCMAP_QUERY, ~0.5 us) is paid again only
+ * once the mappings there may have changed.
+ *
+ * Why a fact holds while its generation is current: [start, end) stops
+ * being private anonymous memory of base pages only by being unmapped or
+ * replaced (munmap, mmap MAP_FIXED, mremap from or onto it, brk shrinking,
+ * shmat SHM_REMAP, remap_file_pages). The programs record each of these
+ * for a range covering the change, or as "everything", and one of the
+ * records (stage 2, in the mmap lock, or stage 3, at exit) is reserved
+ * after the change is made: the producer position then moves past every
+ * value read before the change. A fact's generation is read before the
+ * lookup that found it, so a change that lookup did not see moves the
+ * generation past the fact's. A mapping made in a hole is not recorded,
+ * but changes no byte of [start, end); mprotect and the harmless madvise
+ * advice change permissions or hints, never what backs the range. A change
+ * made while a miss uses a fact is the same race as with a fresh lookup,
+ * stale the moment it returns: the change's record comes after the cache's
+ * pending position and taints the registration (docs/design.md, rule 2).
+ *
+ * ->pull() sees every record: when none from a fact's generation on
+ * overlaps the fact, it carries the fact to the pulled position, so that
+ * unmaps elsewhere (free() returning memory) do not throw it away.
+ *
+ * Writers take facts.lock (alone, or inside the monitor lock in ->pull())
+ * and bracket their changes with facts.version (odd meanwhile); a miss
+ * reads without the lock, as a seqlock reader, and looks the VMA up when it
+ * raced with a writer.
+ */
+#define RC_VMA_FACTS 4
+static struct {
+	pthread_mutex_t lock;
+	unsigned next;
+	_Atomic uint32_t version;
+	struct vma_fact {
+		_Atomic uint64_t start, end, gen;
+		_Atomic bool valid;
+	} f[RC_VMA_FACTS];
+} facts = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Under facts.lock. */
+static void facts_write_begin(void)
+{
+	rc_store_relaxed(&facts.version, rc_load_relaxed(&facts.version) + 1);
+	atomic_thread_fence(memory_order_release);
+}
+
+static void facts_write_end(void)
+{
+	rc_store_release(&facts.version, rc_load_relaxed(&facts.version) + 1);
+}
+
+/* Under facts.lock. */
+static void facts_forget_all(void)
+{
+	facts_write_begin();
+	for (unsigned i = 0; i < RC_VMA_FACTS; i++)
+		rc_store_relaxed(&facts.f[i].valid, false);
+	facts_write_end();
+}
+
+/* The end of a VMA known to be private anonymous memory of base pages that
+ * contains @addr, or 0 (also when a writer got in the way). */
+static uintptr_t facts_lookup(uintptr_t addr)
+{
+	uint64_t gen = rc_load_acquire(ebpf.gen);
+	uint32_t version = rc_load_acquire(&facts.version);
+	uintptr_t end = 0;
+
+	if (version & 1)
+		return 0;
+	for (unsigned i = 0; i < RC_VMA_FACTS; i++) {
+		struct vma_fact *f = &facts.f[i];
+
+		if (rc_load_relaxed(&f->valid) &&
+		    rc_load_relaxed(&f->gen) == gen &&
+		    rc_load_relaxed(&f->start) <= addr &&
+		    addr < rc_load_relaxed(&f->end)) {
+			end = (uintptr_t)rc_load_relaxed(&f->end);
+			break;
+		}
+	}
+	atomic_thread_fence(memory_order_acquire);
+	return rc_load_relaxed(&facts.version) == version ? end : 0;
+}
+
+/* A lookup that began at generation @gen found [start, end) private,
+ * anonymous and of base pages. */
+static void facts_add(uint64_t start, uint64_t end, uint64_t gen)
+{
+	struct vma_fact *f;
+
+	pthread_mutex_lock(&facts.lock);
+	f = &facts.f[facts.next++ % RC_VMA_FACTS];
+	facts_write_begin();
+	rc_store_relaxed(&f->start, start);
+	rc_store_relaxed(&f->end, end);
+	rc_store_relaxed(&f->gen, gen);
+	rc_store_relaxed(&f->valid, true);
+	facts_write_end();
+	pthread_mutex_unlock(&facts.lock);
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -166,6 +272,10 @@ static void atfork_parent(void)
 static void atfork_child_unlock(void)
 {
 	pthread_mutex_unlock(&ebpf.files.lock);
+	/* Another thread may have held it; the facts are the parent's. */
+	pthread_mutex_init(&facts.lock, NULL);
+	rc_store_relaxed(&facts.version, 0);
+	facts_forget_all();
 	atfork_child();
 }
 
@@ -213,6 +323,9 @@ static void teardown(bool in_child)
 	if (ebpf.ring_fd >= 0)
 		close(ebpf.ring_fd);
 	rc_vma_source_close(&ebpf.vmas);
+	pthread_mutex_lock(&facts.lock);
+	facts_forget_all();
+	pthread_mutex_unlock(&facts.lock);
 	if (ebpf.null_fd >= 0)
 		close(ebpf.null_fd);
 	rc_bpf_files_close(&ebpf.files);
@@ -618,6 +731,7 @@ struct pull_batch {
 	struct rc_monitor *mon;
 	bool everything;
 	uint64_t last_start, last_end;	/* last range published */
+	unsigned facts_hit;		/* bit i: a record overlaps facts.f[i] */
 };
 
 static void pull_record(void *arg, uint64_t start, uint64_t end)
@@ -631,6 +745,10 @@ static void pull_record(void *arg, uint64_t start, uint64_t end)
 		b->everything = true;
 		return;
 	}
+	for (unsigned i = 0; i < RC_VMA_FACTS; i++)
+		if (start < rc_load_relaxed(&facts.f[i].end) &&
+		    rc_load_relaxed(&facts.f[i].start) < end)
+			b->facts_hit |= 1u << i;
 	/* The programs record each change up to three times (before it,
 	 * under the mmap lock, after it); back to back, publish it once. */
 	if (start == b->last_start && end == b->last_end)
@@ -655,6 +773,9 @@ static void bpf_pull(struct rc_monitor *mon)
 	struct pull_batch b = { .mon = mon, .last_start = 1, .last_end = 0 };
 	struct rc_bpf_proc st;
 
+	/* Held across the walk: a fact added meanwhile could miss a record
+	 * that was checked before it existed. */
+	pthread_mutex_lock(&facts.lock);
 	ring_walk(cons, prod, pull_record, &b);
 	/* A record that did not fit: the producer position was already past
 	 * every adopted generation when it was lost (the ring was full), so
@@ -670,6 +791,19 @@ static void bpf_pull(struct rc_monitor *mon)
 	}
 	if (b.everything)
 		rc_monitor_publish_all(mon);
+	/* Every record in [cons, prod) was checked against the facts. */
+	facts_write_begin();
+	for (unsigned i = 0; i < RC_VMA_FACTS; i++) {
+		struct vma_fact *f = &facts.f[i];
+		uint64_t gen = rc_load_relaxed(&f->gen);
+
+		if (b.everything || (b.facts_hit & (1u << i)))
+			rc_store_relaxed(&f->valid, false);
+		else if (rc_load_relaxed(&f->valid) && cons <= gen && gen <= prod)
+			rc_store_relaxed(&f->gen, prod);
+	}
+	facts_write_end();
+	pthread_mutex_unlock(&facts.lock);
 }
 
 static int vma_query(uintptr_t addr, struct rc_procmap_query *q)
@@ -695,8 +829,17 @@ static int bpf_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 	(void)mon;
 	while (addr < end) {
 		struct rc_procmap_query q;
-		int ret = vma_query(addr, &q);
+		uintptr_t known_end = facts_lookup(addr);
+		uint64_t gen;
+		int ret;
 
+		if (known_end) {
+			addr = known_end;
+			continue;
+		}
+		/* Before the lookup: see the VMA facts. */
+		gen = rc_load_acquire(ebpf.gen);
+		ret = vma_query(addr, &q);
 		if (ret == -ENOENT)
 			break;	/* no VMA above: pinning will fail */
 		if (ret)
@@ -720,6 +863,8 @@ static int bpf_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 				end);
 			if (ret)
 				return ret;
+		} else if (!(q.vma_flags & RC_PROCMAP_VMA_SHARED)) {
+			facts_add(q.vma_start, q.vma_end, gen);
 		}
 		addr = q.vma_end;
 	}

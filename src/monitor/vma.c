@@ -19,14 +19,27 @@ void rc_vma_source_open(struct rc_vma_source *src, const char *disable_env)
 		.query_addr = (uintptr_t)src,
 	};
 	bool disabled = disable_env && getenv(disable_env);
+	int err = 0;
 
 	src->maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	src->procmap = src->maps_fd >= 0 && !disabled &&
-		       ioctl(src->maps_fd, RC_PROCMAP_QUERY, &q) == 0;
-	if (!src->procmap)
-		rc_info("PROCMAP_QUERY %s%s: each miss reads /proc/self/maps",
-			disabled ? "disabled by " : "unavailable (Linux < 6.11)",
-			disabled ? disable_env : "");
+	if (src->maps_fd < 0)
+		err = errno;
+	else if (!disabled && ioctl(src->maps_fd, RC_PROCMAP_QUERY, &q))
+		err = errno;
+	src->procmap = src->maps_fd >= 0 && !disabled && !err;
+	if (disabled)
+		rc_info("PROCMAP_QUERY disabled by %s: each miss reads "
+			"/proc/self/maps", disable_env);
+	else if (src->maps_fd < 0)
+		rc_info("cannot open /proc/self/maps (%s): each miss opens it "
+			"again", strerror(err));
+	else if (err == ENOTTY || err == EINVAL)
+		/* An ioctl the kernel does not know, or a layout it rejects. */
+		rc_info("PROCMAP_QUERY unavailable (%s: Linux < 6.11): each "
+			"miss reads /proc/self/maps", strerror(err));
+	else if (err)
+		rc_info("PROCMAP_QUERY failed (%s): each miss reads "
+			"/proc/self/maps", strerror(err));
 }
 
 void rc_vma_source_close(struct rc_vma_source *src)
