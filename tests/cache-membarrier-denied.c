@@ -111,30 +111,6 @@ static void *hitter(void *arg)
 	return NULL;
 }
 
-/* Deny membarrier with EPERM in every thread of the process (TSYNC). */
-static int deny_membarrier(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_membarrier, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -errno;
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-		    SECCOMP_FILTER_FLAG_TSYNC, &prog))
-		return -errno;
-	return 0;
-}
-
 static double now_s(void)
 {
 	struct timespec ts;
@@ -172,7 +148,7 @@ int main(void)
 	atomic_store(&pause_hits, true);
 	while (atomic_load(&paused) < HITTERS)
 		sched_yield();
-	ret = deny_membarrier();
+	ret = t_seccomp_deny(SYS_membarrier, EPERM);
 	if (ret) {
 		atomic_store(&pause_hits, false);
 		atomic_store(&stop, true);

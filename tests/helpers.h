@@ -221,6 +221,11 @@ void t_passthrough_case(struct io_uring *ring, struct regcache *c, char *buf,
 			size_t len, void (*change)(void *), void *arg,
 			const char *what);
 
+/* (seccomp.c) from now on, system call @nr fails with @err (ENOSYS, EPERM,
+ * ...) in every thread of the process (x86_64 calls; others allowed).
+ * Returns 0 or -errno. */
+int t_seccomp_deny(long nr, int err);
+
 /* (churn.c) get [buf, buf+len), DMA-check it, put; a failed get or a stale
  * byte is reported and counted in t_failures (returns false). */
 bool t_get_dma_checked(struct io_uring *ring, struct regcache *c, char *buf,

@@ -49,31 +49,6 @@ static const struct deny denies[] = {
 	{ "openat", SYS_openat, true, NULL },
 };
 
-/* Deny @nr with @err in every thread of the process (TSYNC). */
-static int install(long nr, int err)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K,
-			 SECCOMP_RET_ERRNO | (err & SECCOMP_RET_DATA)),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -errno;
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-		    SECCOMP_FILTER_FLAG_TSYNC, &prog))
-		return -errno;
-	return 0;
-}
-
 /* Where a hang happened: the last step printed before the kill. */
 static void step(const char *what)
 {
@@ -91,7 +66,7 @@ static int run_case(const struct deny *d, int err)
 	int ret;
 
 	if (!d->after)
-		T_REQUIRE(install(d->nr, err) == 0);
+		T_REQUIRE(t_seccomp_deny(d->nr, err) == 0);
 	t_ring_init(&ring);
 	ret = regcache_uring_create(&ring, &p, &c);
 	if (ret) {
@@ -107,7 +82,7 @@ static int run_case(const struct deny *d, int err)
 	fflush(stdout);
 	t_churn_scenario(&ring, c, buf, LEN);
 	if (d->after) {
-		T_REQUIRE(install(d->nr, err) == 0);
+		T_REQUIRE(t_seccomp_deny(d->nr, err) == 0);
 		step("filter installed");
 	}
 	t_churn_scenario(&ring, c, buf, LEN);

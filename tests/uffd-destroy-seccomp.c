@@ -40,28 +40,6 @@ static const char *const step_name[] = {
 	[STEP_UNMAPPED] = "exit",
 };
 
-/* Deny ioctl(2) in every thread with @err; allow everything else. */
-static int deny_ioctl(int err)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ioctl, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K,
-			 SECCOMP_RET_ERRNO | (err & SECCOMP_RET_DATA)),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]),
-				   .filter = f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -errno;
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-		    SECCOMP_FILTER_FLAG_TSYNC, &prog))
-		return -errno;
-	return 0;
-}
-
 static void report(int fd, char step)
 {
 	while (write(fd, &step, 1) < 0 && errno == EINTR)
@@ -93,7 +71,7 @@ static void child(int fd, int err, bool check_only)
 	}
 	report(fd, STEP_READY);
 	if (!check_only) {
-		int ret = deny_ioctl(err);
+		int ret = t_seccomp_deny(SYS_ioctl, err);
 
 		if (ret) {
 			fprintf(stderr, "seccomp: %s\n", strerror(-ret));
