@@ -97,6 +97,22 @@ if(TARGET regcache-fabric AND REGCACHE_FABRIC_STATIC AND TEST_FABRIC_VERSION VER
     ENVIRONMENT "REGCACHE_MONITOR=bpf;REGCACHE_FABRIC_PIN_CHECK=0")
   set_tests_properties(bridge-fabric-gap@bpf bridge-fabric-gap-nocheck PROPERTIES
     SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "bridge;fabric;monitor;bpf")
+  # libfabric loaded late: a component linking libfabric.so.1, dlopened
+  # RTLD_LOCAL after start. The bridge comes in through regcache-run, as a
+  # user runs a job; the negative control runs without it.
+  add_library(bridge-fabric-late-module MODULE bridge_fabric_module.c)
+  target_link_libraries(bridge-fabric-late-module PRIVATE ${TEST_FABRIC_LINK_LIBRARIES})
+  regcache_add_test(NAME bridge-fabric-late SOURCES bridge-fabric-late.c
+    LIBS ${CMAKE_DL_LIBS} LABELS bridge fabric
+    ARGS none $<TARGET_FILE:bridge-fabric-late-module>)
+  add_dependencies(bridge-fabric-late bridge-fabric-late-module regcache-fabric)
+  foreach(m bpf userfaultfd)
+    add_test(NAME bridge-fabric-late@${m} COMMAND ${PROJECT_BINARY_DIR}/tools/regcache-run
+      $<TARGET_FILE:bridge-fabric-late> bridge $<TARGET_FILE:bridge-fabric-late-module>)
+    set_tests_properties(bridge-fabric-late@${m} PROPERTIES
+      ENVIRONMENT "REGCACHE_MONITOR=${m}"
+      SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "bridge;fabric;monitor;${m}")
+  endforeach()
   foreach(m bpf userfaultfd)
     add_test(NAME bridge-fabric@${m} COMMAND bridge-fabric bridge)
     add_test(NAME bridge-fabric-call@${m} COMMAND bridge-fabric bridge-call)

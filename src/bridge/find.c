@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* Finding the loaded object that defines a symbol, for both bridges. */
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bridge.h"
+
+#define MAX_OBJECTS 256
+
+struct names {
+	char name[MAX_OBJECTS][512];
+	unsigned n;
+};
+
+static int collect(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct names *f = arg;
+
+	(void)size;
+	/* The main program has the empty name: dlopen(NULL) below. */
+	if (f->n < MAX_OBJECTS && info->dlpi_name)
+		snprintf(f->name[f->n++], sizeof(f->name[0]), "%s",
+			 info->dlpi_name);
+	return 0;
+}
+
+void *rc_bridge_find_definer(const char *sym, void **addr)
+{
+	/* Big: not on the stack of an application thread. Callers serialise
+	 * (a pthread_once or the bridge's import lock). */
+	static struct names f;
+	struct link_map *self = NULL;
+	Dl_info me;
+
+	dladdr1((void *)rc_bridge_find_definer, &me, (void **)&self,
+		RTLD_DL_LINKMAP);
+	f.n = 0;
+	/* Names first: dlopen inside dl_iterate_phdr's callback would take
+	 * the loader's lock twice. */
+	dl_iterate_phdr(collect, &f);
+	for (unsigned i = 0; i < f.n; i++) {
+		const char *name = f.name[i][0] ? f.name[i] : NULL;
+		void *h = dlopen(name, RTLD_NOLOAD | RTLD_LAZY), *p;
+		struct link_map *own = NULL, *in = NULL;
+		Dl_info where;
+
+		if (!h)
+			continue;
+		p = dlsym(h, sym);
+		/* The object's own definition, not one that its handle sees
+		 * through the global scope, and never the bridge's. */
+		if (p && !dlinfo(h, RTLD_DI_LINKMAP, &own) &&
+		    dladdr1(p, &where, (void **)&in, RTLD_DL_LINKMAP) &&
+		    in == own && own != self) {
+			*addr = p;
+			return h;	/* kept open: the object stays loaded */
+		}
+		dlclose(h);
+	}
+	return NULL;
+}
