@@ -206,7 +206,7 @@ int main(int argc, char **argv)
 {
 	int (*import)(void) = regcache_fabric_import;
 	int (*stats)(unsigned long *) = regcache_fabric_bridge_stats;
-	const char *mode = argc > 1 ? argv[1] : "bridge";
+	const char *mode = argc > 1 && argv[1] ? argv[1] : "bridge";
 	const char *pin_check = getenv("REGCACHE_FABRIC_PIN_CHECK");
 	bool bridge = !strncmp(mode, "bridge", 6) || !strcmp(mode, "bench") ||
 		      !strcmp(mode, "gap");
