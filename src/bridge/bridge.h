@@ -34,7 +34,7 @@ void rc_ucx_resolve(void) rc_bridge_hidden;
  * defines @sym, with its address in *@addr; NULL if none. Never loads
  * anything (dlopen(RTLD_NOLOAD)), finds an object dlopened RTLD_LOCAL (as
  * Open MPI loads its components) and never returns the bridge's own
- * interposer. Callers serialise.
+ * interposer. Thread-safe.
  */
 void *rc_bridge_find_definer(const char *sym, void **addr) rc_bridge_hidden;
 

@@ -10,7 +10,8 @@
  * components load it at MPI_Init. See docs/bridges.md.
  *
  * libfabric calls the monitor with its global mm_lock held:
- *  - valid(addr, len) on every cache hit: regcache's generation check, then
+ *  - valid(addr, len) on every cache hit: under userfaultfd the probe for
+ *    changes in flight, then regcache's generation check, then
  *    "no change overlapping the entry, made after it was pinned, is still
  *    waiting to be notified". Exact at lookup time, whatever thread changed
  *    the pages;
@@ -59,6 +60,14 @@ struct range {
 	uint64_t seq;
 };
 
+/* What the bridge knows of an entry's range (by start and end). */
+struct pin {
+	uintptr_t start, end;
+	uint64_t pinned;	/* changes seen before the entry was pinned */
+	uint64_t watch_call;	/* the subscribe that watched it (0: none) */
+	uint64_t watch_seq;	/* changes seen when it did */
+};
+
 static struct {
 	struct fid_mem_monitor mon;
 	struct regcache_subscriber *sub;
@@ -77,7 +86,10 @@ static struct {
 	_Atomic uint64_t seq;	/* changes seen so far */
 	uint64_t all_seq;	/* the last "everything" */
 	struct range history[HISTORY_MAX];
-	struct range pins[PINS_MAX];	/* seq: changes seen before the pin */
+	struct pin pins[PINS_MAX];
+	/* libfabric's calls into the bridge, numbered; they are serialised
+	 * by its mm_lock. */
+	_Atomic uint64_t calls;
 	long poll_ns;
 	pthread_t thread;
 	pid_t thread_pid;	/* the process that started it */
@@ -98,6 +110,9 @@ static struct {
  * after its pin).
  */
 static __thread uint64_t thread_seen;
+/* The number of that call: a subscribe numbered up to it had returned
+ * before this thread's current libfabric call began. */
+static __thread uint64_t thread_call;
 
 static bool overlaps(const struct range *r, uintptr_t start, uintptr_t end)
 {
@@ -132,39 +147,61 @@ static void sync_seen(void)
 		regcache_subscriber_sync(fb.sub, seen, NULL);
 }
 
-/* Leaving a callback: what this thread has seen (after its sync). */
-static void thread_saw(void)
+/* Entering a callback: its number. */
+static uint64_t call_begin(void)
 {
-	thread_seen = atomic_load_explicit(&fb.seq, memory_order_relaxed);
+	return atomic_fetch_add_explicit(&fb.calls, 1, memory_order_relaxed) + 1;
 }
 
-static struct range *pin_slot(uintptr_t start, uintptr_t end)
+/* Leaving a callback: what this thread has seen (after its sync). */
+static void thread_saw(uint64_t call)
+{
+	thread_seen = atomic_load_explicit(&fb.seq, memory_order_relaxed);
+	thread_call = call;
+}
+
+static struct pin *pin_slot(uintptr_t start, uintptr_t end)
 {
 	uint64_t h = (start * 0x9e3779b97f4a7c15ull) ^ (end * 0xff51afd7ed558ccdull);
 
 	return &fb.pins[(h >> 32) % PINS_MAX];
 }
 
-/*
- * Could a change to [start, end) that this thread has not seen yet have
- * come after the pages were pinned? The provider pinned inside the
- * libfabric call that now subscribes, so after this thread's last return
- * from the bridge: only changes numbered above thread_seen can be after
- * the pin. Called under fb.lock, after a sync.
- */
-static bool pinned_after_change(uintptr_t start, uintptr_t end)
+/* Did a change numbered above @since overlap [start, end)? Under fb.lock. */
+static bool changed_since(uint64_t since, uintptr_t start, uintptr_t end)
 {
 	uint64_t seq = atomic_load_explicit(&fb.seq, memory_order_relaxed);
 
-	if (fb.all_seq > thread_seen)
+	if (fb.all_seq > since)
 		return true;
 	/* More changes than the history holds: some are unknown. */
-	if (seq - thread_seen >= HISTORY_MAX)
+	if (seq - since >= HISTORY_MAX)
 		return true;
-	for (uint64_t n = thread_seen + 1; n <= seq; n++)
+	for (uint64_t n = since + 1; n <= seq; n++)
 		if (overlaps(&fb.history[n % HISTORY_MAX], start, end))
 			return true;
 	return false;
+}
+
+/*
+ * May the entry the provider just pinned be cached? The provider pinned
+ * inside the libfabric call that now subscribes, so after this thread's
+ * last return from the bridge: only changes numbered above thread_seen
+ * can have come after the pin, and only if one overlaps is it refused.
+ * A monitor that reports only watched ranges (userfaultfd) saw changes
+ * after the pin only if the range was watched before it: by a subscribe
+ * that had returned before this thread's last return, with no change to
+ * the range since (a change ends a watch). Under fb.lock, after a sync.
+ */
+static bool cacheable(const struct pin *was, uintptr_t start, uintptr_t end)
+{
+	if (changed_since(thread_seen, start, end))
+		return false;
+	if (fb.caps & REGCACHE_MONITOR_SYNCHRONOUS)
+		return true;
+	return was->start == start && was->end == end && was->watch_call &&
+	       was->watch_call <= thread_call &&
+	       !changed_since(was->watch_seq, start, end);
 }
 
 /* ------------------------------------------------------------------------
@@ -190,31 +227,39 @@ static int mon_subscribe(struct fid_mem_monitor *mon, const void *addr,
 			 size_t len)
 {
 	uintptr_t start = (uintptr_t)addr, end = start + len;
+	uint64_t call = call_begin();
+	struct pin was, *slot;
 	int ret = 0;
 
 	(void)mon;
-	if (regcache_subscriber_watch(fb.sub, addr, len)) {
-		atomic_fetch_add_explicit(&fb.refused, 1, memory_order_relaxed);
-		thread_saw();
-		return -FI_EINVAL;	/* served uncached */
-	}
 	/* The provider pinned before this call: a change in between is
-	 * published by now (or, under userfaultfd, the check below sees it in
-	 * flight). */
+	 * published by now. Under userfaultfd, first wait until no change is
+	 * in flight (or give up), so that the sync has them all; the sync
+	 * also ends the watches that changes overlapped, before the watch
+	 * below, which must cover the pages mapped now. */
+	if (regcache_subscriber_check(fb.sub, addr, len))
+		ret = -FI_EAGAIN;
 	sync_seen();
 	pthread_mutex_lock(&fb.lock);
-	if (fb.pin_check && pinned_after_change(start, end))
+	slot = pin_slot(start, end);
+	was = *slot;
+	pthread_mutex_unlock(&fb.lock);
+	if (regcache_subscriber_watch(fb.sub, addr, len))
+		ret = -FI_EINVAL;	/* served uncached */
+	pthread_mutex_lock(&fb.lock);
+	if (ret != -FI_EINVAL)
+		*slot = (struct pin){ start, end, 0, call,
+				      atomic_load_explicit(&fb.seq, memory_order_relaxed) };
+	if (!ret && fb.pin_check && !cacheable(&was, start, end))
 		ret = -FI_EAGAIN;
-	else
+	if (!ret)
 		/* Changes up to here came before the pin: valid() ignores
 		 * them for this entry. */
-		*pin_slot(start, end) = (struct range){ start, end, thread_seen };
+		slot->pinned = thread_seen;
 	pthread_mutex_unlock(&fb.lock);
-	if (!ret && regcache_subscriber_check(fb.sub, addr, len))
-		ret = -FI_EAGAIN;
 	if (ret)
 		atomic_fetch_add_explicit(&fb.refused, 1, memory_order_relaxed);
-	thread_saw();
+	thread_saw(call);
 	return ret;
 }
 
@@ -223,7 +268,7 @@ static void mon_unsubscribe(struct fid_mem_monitor *mon, const void *addr,
 {
 	(void)mon;
 	regcache_subscriber_unwatch(fb.sub, addr, len);
-	thread_saw();
+	thread_saw(call_begin());
 }
 
 /* Every hit. False: libfabric drops the entry and registers again. */
@@ -231,21 +276,27 @@ static bool mon_valid(struct fid_mem_monitor *mon, const void *addr,
 		      size_t len)
 {
 	uintptr_t start = (uintptr_t)addr, end = start + len;
-	struct range *pin;
+	uint64_t call = call_begin();
+	struct pin *pin;
 	uint64_t pinned;
 	bool ok = true;
 
 	(void)mon;
+	/* Userfaultfd: a change in flight is published before the sync
+	 * below, or the hit is refused. The probe must come first: once it
+	 * passed, the sync has every change that returned before it. */
+	if ((fb.caps & REGCACHE_MONITOR_CHECK_HITS) &&
+	    regcache_subscriber_check(fb.sub, addr, len))
+		ok = false;
 	sync_seen();
 	/* The common hit: nothing changed that libfabric was not told of. */
-	if (!atomic_load_explicit(&fb.waiting, memory_order_relaxed) &&
-	    !(fb.caps & REGCACHE_MONITOR_CHECK_HITS)) {
-		thread_saw();
+	if (ok && !atomic_load_explicit(&fb.waiting, memory_order_relaxed)) {
+		thread_saw(call);
 		return true;
 	}
 	pthread_mutex_lock(&fb.lock);
 	pin = pin_slot(start, end);
-	pinned = pin->start == start && pin->end == end ? pin->seq : 0;
+	pinned = pin->start == start && pin->end == end ? pin->pinned : 0;
 	if (fb.pending_all)
 		ok = false;
 	/* A change the entry was pinned after is not about its pages. */
@@ -253,11 +304,9 @@ static bool mon_valid(struct fid_mem_monitor *mon, const void *addr,
 		ok = fb.pending[i].seq <= pinned ||
 		     !overlaps(&fb.pending[i], start, end);
 	pthread_mutex_unlock(&fb.lock);
-	if (ok && regcache_subscriber_check(fb.sub, addr, len))
-		ok = false;
 	if (!ok)
 		atomic_fetch_add_explicit(&fb.invalid, 1, memory_order_relaxed);
-	thread_saw();
+	thread_saw(call);
 	return ok;
 }
 

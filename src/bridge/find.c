@@ -2,6 +2,7 @@
 /* Finding the loaded object that defines a symbol, for both bridges. */
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,14 +29,16 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 
 void *rc_bridge_find_definer(const char *sym, void **addr)
 {
-	/* Big: not on the stack of an application thread. Callers serialise
-	 * (a pthread_once or the bridge's import lock). */
+	/* Big: not on the stack of an application thread. */
 	static struct names f;
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	void *found = NULL;
 	struct link_map *self = NULL;
 	Dl_info me;
 
 	dladdr1((void *)rc_bridge_find_definer, &me, (void **)&self,
 		RTLD_DL_LINKMAP);
+	pthread_mutex_lock(&lock);
 	f.n = 0;
 	/* Names first: dlopen inside dl_iterate_phdr's callback would take
 	 * the loader's lock twice. */
@@ -55,9 +58,11 @@ void *rc_bridge_find_definer(const char *sym, void **addr)
 		    dladdr1(p, &where, (void **)&in, RTLD_DL_LINKMAP) &&
 		    in == own && own != self) {
 			*addr = p;
-			return h;	/* kept open: the object stays loaded */
+			found = h;	/* kept open: the object stays loaded */
+			break;
 		}
 		dlclose(h);
 	}
-	return NULL;
+	pthread_mutex_unlock(&lock);
+	return found;
 }

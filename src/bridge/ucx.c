@@ -142,10 +142,16 @@ rc_bridge_hidden void rc_ucx_before_get(void *rcache, void *addr, size_t len)
 	 * (REGCACHE_UCX_THREAD=1) shows the window newer UCX has. */
 	if (!ub.active || ub.thread_mode || !len)
 		return;
-	if (!regcache_subscriber_current(ub.sub))
-		sync_forward();
 	start = (uintptr_t)addr & ~ub.page_mask;
 	end = ((uintptr_t)addr + len + ub.page_mask) & ~ub.page_mask;
+	/* Userfaultfd: wait until no change is in flight, so that the sync
+	 * below has every change that returned before this lookup; if one
+	 * stays in flight, make the lookup miss. The probe must come first. */
+	if ((ub.caps & REGCACHE_MONITOR_CHECK_HITS) &&
+	    regcache_subscriber_check(ub.sub, addr, len))
+		ub.vm_munmap((void *)start, end - start);
+	if (!regcache_subscriber_current(ub.sub))
+		sync_forward();
 	ep = atomic_load_explicit(&ub.watch_epoch, memory_order_acquire);
 	fp = fingerprint(start, end, ep);
 	if (atomic_load_explicit(&memo[fp % MEMO_SLOTS],
@@ -158,13 +164,6 @@ rc_bridge_hidden void rc_ucx_before_get(void *rcache, void *addr, size_t len)
 		}
 		atomic_store_explicit(&memo[fp % MEMO_SLOTS], fp,
 				      memory_order_relaxed);
-	}
-	if ((ub.caps & REGCACHE_MONITOR_CHECK_HITS) &&
-	    regcache_subscriber_check(ub.sub, addr, len)) {
-		/* A change may be in flight (userfaultfd): wait for it to
-		 * be published, then forward. */
-		ub.vm_munmap((void *)start, end - start);
-		sync_forward();
 	}
 }
 
