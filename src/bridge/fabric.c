@@ -87,8 +87,8 @@ static struct {
 	uint64_t all_seq;	/* the last "everything" */
 	struct range history[HISTORY_MAX];
 	struct pin pins[PINS_MAX];
-	/* libfabric's calls into the bridge, numbered; they are serialised
-	 * by its mm_lock. */
+	/* libfabric's subscribe calls, numbered; they are serialised by its
+	 * mm_lock. */
 	_Atomic uint64_t calls;
 	long poll_ns;
 	pthread_t thread;
@@ -147,10 +147,17 @@ static void sync_seen(void)
 		regcache_subscriber_sync(fb.sub, seen, NULL);
 }
 
-/* Entering a callback: its number. */
-static uint64_t call_begin(void)
+/* Entering subscribe: its number. */
+static uint64_t subscribe_begin(void)
 {
 	return atomic_fetch_add_explicit(&fb.calls, 1, memory_order_relaxed) + 1;
+}
+
+/* Entering another callback: the subscribes numbered up to this one have
+ * returned (libfabric's mm_lock serialises the callbacks). */
+static uint64_t call_begin(void)
+{
+	return atomic_load_explicit(&fb.calls, memory_order_relaxed);
 }
 
 /* Leaving a callback: what this thread has seen (after its sync). */
@@ -227,7 +234,7 @@ static int mon_subscribe(struct fid_mem_monitor *mon, const void *addr,
 			 size_t len)
 {
 	uintptr_t start = (uintptr_t)addr, end = start + len;
-	uint64_t call = call_begin();
+	uint64_t call = subscribe_begin();
 	struct pin was, *slot;
 	int ret = 0;
 
