@@ -236,6 +236,7 @@ static int mon_subscribe(struct fid_mem_monitor *mon, const void *addr,
 	uintptr_t start = (uintptr_t)addr, end = start + len;
 	uint64_t call = subscribe_begin();
 	struct pin was, *slot;
+	uint64_t before;
 	int ret = 0;
 
 	(void)mon;
@@ -250,13 +251,14 @@ static int mon_subscribe(struct fid_mem_monitor *mon, const void *addr,
 	pthread_mutex_lock(&fb.lock);
 	slot = pin_slot(start, end);
 	was = *slot;
+	/* A change numbered above this may end the watch made below. */
+	before = atomic_load_explicit(&fb.seq, memory_order_relaxed);
 	pthread_mutex_unlock(&fb.lock);
 	if (regcache_subscriber_watch(fb.sub, addr, len))
 		ret = -FI_EINVAL;	/* served uncached */
 	pthread_mutex_lock(&fb.lock);
 	if (ret != -FI_EINVAL)
-		*slot = (struct pin){ start, end, 0, call,
-				      atomic_load_explicit(&fb.seq, memory_order_relaxed) };
+		*slot = (struct pin){ start, end, 0, call, before };
 	if (!ret && fb.pin_check && !cacheable(&was, start, end))
 		ret = -FI_EAGAIN;
 	if (!ret)
