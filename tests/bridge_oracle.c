@@ -179,7 +179,7 @@ int b_scenario(const struct b_cache *c, enum b_change what)
  * The cross-thread race
  * ---------------------------------------------------------------------- */
 
-static _Atomic unsigned long change_seq;
+static _Atomic unsigned long change_seq, lookups_done;
 static _Atomic bool race_done;
 static char *race_buf;
 static size_t race_len;
@@ -194,9 +194,20 @@ static void *changer(void *arg)
 					  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
 					  -1, 0) == race_buf);
 		atomic_fetch_add(&change_seq, 1);
-		/* Leave the looker time for whole lookups in between. */
-		for (volatile int spin = 0; spin < 20000; spin++)
-			;
+		/* Leave the looker time for a whole lookup in between (2 ms at
+		 * most), however slow a lookup is (a sanitizer build). */
+		unsigned long done = atomic_load(&lookups_done);
+		struct timespec t0, t;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			for (volatile int spin = 0; spin < 2000; spin++)
+				;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		} while (atomic_load(&lookups_done) - done < 2 &&
+			 (t.tv_sec - t0.tv_sec) * 1000000000L +
+				 (t.tv_nsec - t0.tv_nsec) < 2000000 &&
+			 !atomic_load(&race_done));
 	}
 	return NULL;
 }
@@ -227,6 +238,7 @@ unsigned long b_race(const struct b_cache *c, unsigned long lookups,
 		 * the read, which the seqlock then discards. */
 		ok = b_dma_visible(handle, race_buf, race_len, (unsigned)seed++);
 		c->put(entry);
+		atomic_fetch_add(&lookups_done, 1);
 		if (atomic_load(&change_seq) != s1)
 			continue;
 		(*checked)++;
