@@ -57,7 +57,8 @@ int b_scenario(const struct b_cache *c, enum b_change what);
 /*
  * One thread replaces the pages of a cached buffer with raw
  * mmap(MAP_FIXED) while this one looks it up and DMAs, until @lookups
- * lookups were checked or 3 s passed. A lookup is checked only if no change
+ * lookups were checked or 3 s passed; after each change it waits for two
+ * lookups (2 ms at most). A lookup is checked only if no change
  * was in progress around it (a seqlock): regcache's guarantee is about
  * changes that returned before the lookup began.
  * Return: stale lookups; *checked: lookups checked.
