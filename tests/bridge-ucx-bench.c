@@ -9,7 +9,8 @@
  *   window  the forwarding thread (REGCACHE_UCX_THREAD=1, as UCX >= 1.14
  *           gets): time from a raw munmap's return until the bridge has
  *           forwarded it to UCX, i.e. how long a lookup in another thread
- *           could still hit the old registration
+ *           could still hit the old registration; and what the thread
+ *           costs while nothing changes (CPU time of the idle process)
  * Run with the bridge preloaded (CTest does, through regcache-run).
  */
 #include <dlfcn.h>
@@ -126,6 +127,20 @@ static int bench_hit(void)
 	return T_EXIT_PASS;
 }
 
+/* CPU the process uses in 2 s of doing nothing: the forwarding thread. */
+static void idle_cost(void)
+{
+	struct timespec c0, c1, ts = { 2, 0 };
+	double cpu;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+	nanosleep(&ts, NULL);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+	cpu = (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6;
+	printf("idle: %.1f ms of CPU in 2 s (%.2f%% of one core)\n", cpu,
+	       cpu / 20);
+}
+
 static int bench_window(void)
 {
 	long (*forwarded)(void) =
@@ -157,6 +172,7 @@ static int bench_window(void)
 			w[got++] = (t1 - t0) / 1000;
 	}
 	T_REQUIRE(got > n / 2);
+	idle_cost();
 	printf("forwarding thread window (raw munmap returned -> forwarded to "
 	       "UCX), %d of %d munmaps, poll %s us, monitor %s:\n"
 	       "  median %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n",

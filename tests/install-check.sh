@@ -9,8 +9,8 @@
 #     CMake's find_package(regcache)) and runs both;
 #  3. with --packages: builds the Debian packages with CPack, installs them
 #     with apt-get, builds and runs the example against the system's copy
-#     (both ways again), runs the installed regcache-info and regcache-demo
-#     and checks that `man regcache_get` finds its page. The packages are
+#     (both ways again), runs the installed regcache-info, regcache-demo
+#     and regcache-run (prefix too) and checks that `man regcache_get` finds its page. The packages are
 #     removed at the end.
 #     Needs root; this is what CI (.ci/run) does on its fresh machine.
 # The example DMAs through io_uring fixed buffers, so io_uring must work.
@@ -105,6 +105,18 @@ MANPATH="$work/prefix/share/man" man -w regcache_get >/dev/null ||
 PKG_CONFIG_PATH="$libdir/pkgconfig" CMAKE_PREFIX_PATH="$work/prefix" \
 	LD_LIBRARY_PATH="$libdir" build_consumers prefix "$libdir"
 
+# check_run <regcache-run> <libdir>: the launcher starts a program with the
+# bridges of <libdir> loaded and UCX's hooks off (built when libucx-dev is).
+check_run() {
+	[ -x "$1" ] || { echo "(no $1: bridges not built)"; return 0; }
+	step "$1 cat /proc/self/maps"
+	"$1" sh -c 'test "$UCX_MEM_MMAP_HOOK_MODE" = none && cat /proc/self/maps' \
+		>"$work/maps" || fail "$1 exited with $?"
+	grep -q " $(readlink -f "$2")/libregcache-ucx\.so" "$work/maps" ||
+		fail "$1 did not preload $2/libregcache-ucx.so.0"
+}
+LD_LIBRARY_PATH="$libdir" check_run "$work/prefix/bin/regcache-run" "$libdir"
+
 if [ $packages = 0 ]; then
 	echo "=== install check passed (prefix; run with --packages for the Debian packages)"
 	exit 0
@@ -145,6 +157,8 @@ if [ -x /usr/sbin/regcached ]; then
 		fail "the installed regcache-demo did not find /usr/sbin/regcached"
 	fi
 fi
+
+check_run /usr/bin/regcache-run "$sys_libdir"
 
 step "man regcache_get"
 page=$(man -w regcache_get) || fail "man -w regcache_get finds no page"

@@ -11,8 +11,9 @@
  *   fabric-bridge    the same cache on regcache's monitor, imported by
  *                    libregcache-fabric
  * The libfabric rows drive the real cache from Debian's static libfabric
- * the way its verbs and efa providers do (there is no RDMA device here),
- * with the demo's io_uring device as add_region/delete_region.
+ * the way its verbs and efa providers do (there is no RDMA device here;
+ * src/bridge/fabric_cache.h), with the demo's io_uring device as
+ * add_region/delete_region.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -120,54 +121,9 @@ void demo_bridge_exec_child(void)
  * ---------------------------------------------------------------------- */
 
 #ifdef TOOLS_HAVE_FABRIC
-#include <rdma/fabric.h>
-
-struct lf_list { void *next, *prev; };
-
-struct lf_mr_info {
-	struct iovec iov;
-	int iface;
-	uint64_t device;
-	void *ipc_mapped_addr;
-	uint8_t ipc_handle[64];
-};
-
-struct lf_mr_entry {
-	struct lf_mr_info info;
-	void *node;
-	int use_cnt;
-	struct lf_list list_entry;
-	uint64_t hmem_info;
-	void *handle;
-};
-
-struct lf_mr_cache {
-	void *domain;
-	void *monitors[6];
-	struct lf_list notify_entries[6];
-	size_t entry_data_size;
-	char tree[64];
-	struct lf_list lru_list, dead_region_list;
-	pthread_mutex_t lock;
-	size_t counters[8];
-	void *entry_pool;
-	int (*add_region)(struct lf_mr_cache *cache, struct lf_mr_entry *entry);
-	void (*delete_region)(struct lf_mr_cache *cache, struct lf_mr_entry *entry);
-};
-_Static_assert(offsetof(struct lf_mr_entry, use_cnt) == 0x70, "1.17 entry");
-_Static_assert(offsetof(struct lf_mr_cache, lock) == 0x100, "1.17 cache");
-_Static_assert(offsetof(struct lf_mr_cache, add_region) == 0x170, "1.17 cache");
-
-int ofi_mr_cache_init(void *domain, void **monitors, struct lf_mr_cache *c);
-void ofi_mr_cache_cleanup(struct lf_mr_cache *c);
-int ofi_mr_cache_search(struct lf_mr_cache *c, const struct lf_mr_info *info,
-			struct lf_mr_entry **entry);
-void ofi_mr_cache_delete(struct lf_mr_cache *c, struct lf_mr_entry *entry);
-extern void *default_monitor, *memhooks_monitor, *uffd_monitor;
-extern char core_prov[];
+#include "../src/bridge/fabric_cache.h"
 
 static struct lf_mr_cache cache;
-static _Alignas(64) char domain[4096];
 
 static int add_region(struct lf_mr_cache *c, struct lf_mr_entry *e)
 {
@@ -184,9 +140,6 @@ static void delete_region(struct lf_mr_cache *c, struct lf_mr_entry *e)
 
 static int fabric_setup(bool bridge, char *info, size_t len)
 {
-	void *monitors[6] = { 0 };
-	struct fi_info *fi = NULL;
-
 	if (bridge) {
 		char lib[4096];
 		int (*stats)(unsigned long *);
@@ -206,18 +159,11 @@ static int fabric_setup(bool bridge, char *info, size_t len)
 			return -ENOTSUP;
 		}
 	}
-	fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, NULL, &fi);	/* fi_ini */
-	fi_freeinfo(fi);
-	monitors[0] = default_monitor;
-	if (!default_monitor)
-		return -ENOTSUP;
-	*(const void **)(domain + 0x98) = core_prov;	/* util_domain.prov */
-	cache.entry_data_size = sizeof(void *);
-	cache.add_region = add_region;
-	cache.delete_region = delete_region;
+	if (lf_cache_open(&cache, NULL, add_region, delete_region))
+		return -EIO;
 	snprintf(info, len, "%s", default_monitor == memhooks_monitor ? "memhooks" :
 		 default_monitor == uffd_monitor ? "userfaultfd" : "import");
-	return ofi_mr_cache_init(domain, monitors, &cache) ? -EIO : 0;
+	return 0;
 }
 
 static int fabric_get(void *addr, size_t len, void **region, void **handle)

@@ -6,8 +6,10 @@
  * invalidations from regcache's process-wide monitor instead of from its
  * memhooks or userfaultfd monitor. Link with -lregcache-fabric and call
  * regcache_fabric_import() before the first fi_domain(), or start an
- * unmodified program with tools/regcache-run, whose preloaded library
- * imports in its constructor. See docs/bridges.md.
+ * unmodified program with regcache-run: the preloaded library imports in
+ * its constructor, or, when libfabric is loaded later (dlopened, as Open
+ * MPI loads it), at the first fi_getinfo(), fi_fabric() or fi_open() of
+ * any caller. See docs/bridges.md.
  */
 #ifndef REGCACHE_FABRIC_H
 #define REGCACHE_FABRIC_H

@@ -6,14 +6,21 @@ if(NOT REGCACHE_BRIDGES OR NOT CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
   return()
 endif()
 
-add_library(regcache-ucx SHARED ${CMAKE_CURRENT_LIST_DIR}/ucx.c)
+add_library(regcache-ucx SHARED ${CMAKE_CURRENT_LIST_DIR}/ucx.c
+  ${CMAKE_CURRENT_LIST_DIR}/find.c)
 target_link_libraries(regcache-ucx PRIVATE regcache Threads::Threads ${CMAKE_DL_LIBS})
 set_target_properties(regcache-ucx PROPERTIES C_VISIBILITY_PRESET hidden
   VERSION ${PROJECT_VERSION} SOVERSION 0)
 
 find_path(REGCACHE_FABRIC_INCLUDE rdma/fi_ext.h)
 if(REGCACHE_FABRIC_INCLUDE)
-  add_library(regcache-fabric SHARED ${CMAKE_CURRENT_LIST_DIR}/fabric.c)
+  add_library(regcache-fabric SHARED ${CMAKE_CURRENT_LIST_DIR}/fabric.c
+    ${CMAKE_CURRENT_LIST_DIR}/find.c)
+  # Versions for the interposed libfabric entry points (fabric.map).
+  target_link_options(regcache-fabric PRIVATE
+    -Wl,--version-script=${CMAKE_CURRENT_LIST_DIR}/fabric.map)
+  set_target_properties(regcache-fabric PROPERTIES
+    LINK_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/fabric.map)
   target_include_directories(regcache-fabric PRIVATE ${REGCACHE_FABRIC_INCLUDE})
   target_link_libraries(regcache-fabric PRIVATE regcache Threads::Threads ${CMAKE_DL_LIBS})
   set_target_properties(regcache-fabric PROPERTIES C_VISIBILITY_PRESET hidden

@@ -29,4 +29,39 @@
 
 void rc_ucx_resolve(void) rc_bridge_hidden;
 
+/*
+ * The handle of the loaded object (the main program included) that itself
+ * defines @sym, with its address in *@addr; NULL if none. Never loads
+ * anything (dlopen(RTLD_NOLOAD)), finds an object dlopened RTLD_LOCAL (as
+ * Open MPI loads its components) and never returns the bridge's own
+ * interposer. Thread-safe.
+ */
+void *rc_bridge_find_definer(const char *sym, void **addr) rc_bridge_hidden;
+
+/*
+ * An interposer: saves the argument registers, calls @hook with the first
+ * three arguments, restores them and jumps to *@real, so it serves any
+ * signature (x86_64 SysV). @hook may not run when @real is NULL: it must
+ * set it or abort.
+ */
+#if defined(__x86_64__)
+#define RC_BRIDGE_TRAMPOLINE(name, hook, real)                               \
+	__asm__(".text\n"                                                    \
+		".globl " #name "\n"                                         \
+		".type " #name ", @function\n"                               \
+		#name ":\n"                                                  \
+		"	endbr64\n"                                           \
+		"	push %rdi\n	push %rsi\n	push %rdx\n"         \
+		"	push %rcx\n	push %r8\n	push %r9\n"          \
+		"	sub $8, %rsp\n" /* 16-byte alignment for the call */ \
+		"	call " #hook "\n"                                    \
+		"	add $8, %rsp\n"                                      \
+		"	pop %r9\n	pop %r8\n	pop %rcx\n"          \
+		"	pop %rdx\n	pop %rsi\n	pop %rdi\n"          \
+		"	jmp *" #real "(%rip)\n"                              \
+		".size " #name ", .-" #name "\n")
+#else
+#error "the bridges' interposers are written for x86_64"
+#endif
+
 #endif

@@ -3,16 +3,21 @@
  * libregcache-fabric.so: libfabric's MR cache takes its invalidations from
  * regcache's process-wide monitor. A struct fid_mem_monitor is imported
  * with fi_open("mr_cache") + fi_import_fid() before the first domain opens:
- * by regcache_fabric_import(), or by this library's constructor when it is
- * LD_PRELOADed (tools/regcache-run). See docs/bridges.md.
+ * by regcache_fabric_import(); or, preloaded (tools/regcache-run), by the
+ * constructor when libfabric is already loaded, else at the first call of
+ * any program or library into libfabric (fi_getinfo, fi_fabric, fi_open are
+ * interposed), which covers a libfabric dlopened later, as Open MPI's ofi
+ * components load it at MPI_Init. See docs/bridges.md.
  *
  * libfabric calls the monitor with its global mm_lock held:
- *  - valid(addr, len) on every cache hit: regcache's generation check, then
- *    "no change overlapping the entry is still waiting to be notified".
- *    This is exact at lookup time, whatever thread changed the pages;
+ *  - valid(addr, len) on every cache hit: under userfaultfd the probe for
+ *    changes in flight, then regcache's generation check, then
+ *    "no change overlapping the entry, made after it was pinned, is still
+ *    waiting to be notified". Exact at lookup time, whatever thread changed
+ *    the pages;
  *  - subscribe(addr, len) after the entry was pinned: watch the range, and
- *    refuse it (the entry is then served uncached) if a change to it was
- *    seen so recently that it may fall between the pin and this call;
+ *    refuse it (the entry is then served uncached) if a change to it may
+ *    have come after the pin (see pinned_after());
  *  - unsubscribe(addr, len): unwatch (libfabric 1.17 never calls it).
  * notify(addr, len) takes mm_lock itself, so it is called only by the
  * bridge's own thread, which never holds it (libfabric#9003); notify just
@@ -27,6 +32,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <rdma/fabric.h>
@@ -41,12 +48,24 @@
 
 /* Changes seen, not yet notified: valid() is false for what they overlap. */
 #define PENDING_MAX 256
-/* Changes seen lately, with when: subscribe() refuses what they overlap. */
-#define RECENT_MAX 64
+/* The last changes seen, by sequence number: subscribe() looks for one
+ * that may have come after the pin. */
+#define HISTORY_MAX 256
+/* Entries' pin sequence numbers, direct-mapped; a lost one reads as 0. */
+#define PINS_MAX 4096
 
+/* A change, numbered in the order the bridge saw it (1, 2, ...). */
 struct range {
 	uintptr_t start, end;
-	uint64_t seen_ns;
+	uint64_t seq;
+};
+
+/* What the bridge knows of an entry's range (by start and end). */
+struct pin {
+	uintptr_t start, end;
+	uint64_t pinned;	/* changes seen before the entry was pinned */
+	uint64_t watch_call;	/* the subscribe that watched it (0: none) */
+	uint64_t watch_seq;	/* changes seen when it did */
 };
 
 static struct {
@@ -54,7 +73,8 @@ static struct {
 	struct regcache_subscriber *sub;
 	unsigned caps;
 	bool imported;
-	pthread_mutex_t lock;	/* pending, recent */
+	bool pin_check;		/* off only for the tests' negative control */
+	pthread_mutex_t lock;	/* pending, history, pins, seq */
 	pthread_cond_t wake;
 	struct range pending[PENDING_MAX];
 	unsigned npending;
@@ -63,9 +83,13 @@ static struct {
 	 * before the sync that found the change publishes its cursor, so a
 	 * valid() that saw the cursor current sees this too. */
 	_Atomic unsigned waiting;
-	struct range recent[RECENT_MAX];
-	unsigned recent_pos;
-	uint64_t gap_ns;
+	_Atomic uint64_t seq;	/* changes seen so far */
+	uint64_t all_seq;	/* the last "everything" */
+	struct range history[HISTORY_MAX];
+	struct pin pins[PINS_MAX];
+	/* libfabric's subscribe calls, numbered; they are serialised by its
+	 * mm_lock. */
+	_Atomic uint64_t calls;
 	long poll_ns;
 	pthread_t thread;
 	pid_t thread_pid;	/* the process that started it */
@@ -78,33 +102,41 @@ static struct {
 	_Atomic unsigned long notified, refused, invalid;
 } fb = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+/*
+ * What this thread had seen when it last returned from a call of
+ * libfabric's into the bridge: every change numbered up to it was
+ * published before this thread's current libfabric call began, so before
+ * any pin that call makes. 0: the thread never called (anything may be
+ * after its pin).
+ */
+static __thread uint64_t thread_seen;
+/* The number of that call: a subscribe numbered up to it had returned
+ * before this thread's current libfabric call began. */
+static __thread uint64_t thread_call;
 
 static bool overlaps(const struct range *r, uintptr_t start, uintptr_t end)
 {
 	return r->start < end && start < r->end;
 }
 
-/* Sync callback: remember the change until it is notified. */
+/* Sync callback: number the change and remember it until it is notified. */
 static void seen(void *arg, uintptr_t start, uintptr_t end)
 {
-	uint64_t t = now_ns();
+	uint64_t seq;
 
 	(void)arg;
 	pthread_mutex_lock(&fb.lock);
+	seq = atomic_load_explicit(&fb.seq, memory_order_relaxed) + 1;
+	if (start == 0 && end == UINTPTR_MAX)
+		fb.all_seq = seq;
 	if (fb.npending == PENDING_MAX || (start == 0 && end == UINTPTR_MAX))
 		fb.pending_all = true;
 	else
-		fb.pending[fb.npending++] = (struct range){ start, end, t };
+		fb.pending[fb.npending++] = (struct range){ start, end, seq };
 	atomic_store_explicit(&fb.waiting, fb.npending + fb.pending_all,
 			      memory_order_relaxed);
-	fb.recent[fb.recent_pos++ % RECENT_MAX] = (struct range){ start, end, t };
+	fb.history[seq % HISTORY_MAX] = (struct range){ start, end, seq };
+	atomic_store_explicit(&fb.seq, seq, memory_order_relaxed);
 	pthread_cond_signal(&fb.wake);
 	pthread_mutex_unlock(&fb.lock);
 }
@@ -113,6 +145,70 @@ static void sync_seen(void)
 {
 	if (!regcache_subscriber_current(fb.sub))
 		regcache_subscriber_sync(fb.sub, seen, NULL);
+}
+
+/* Entering subscribe: its number. */
+static uint64_t subscribe_begin(void)
+{
+	return atomic_fetch_add_explicit(&fb.calls, 1, memory_order_relaxed) + 1;
+}
+
+/* Entering another callback: the subscribes numbered up to this one have
+ * returned (libfabric's mm_lock serialises the callbacks). */
+static uint64_t call_begin(void)
+{
+	return atomic_load_explicit(&fb.calls, memory_order_relaxed);
+}
+
+/* Leaving a callback: what this thread has seen (after its sync). */
+static void thread_saw(uint64_t call)
+{
+	thread_seen = atomic_load_explicit(&fb.seq, memory_order_relaxed);
+	thread_call = call;
+}
+
+static struct pin *pin_slot(uintptr_t start, uintptr_t end)
+{
+	uint64_t h = (start * 0x9e3779b97f4a7c15ull) ^ (end * 0xff51afd7ed558ccdull);
+
+	return &fb.pins[(h >> 32) % PINS_MAX];
+}
+
+/* Did a change numbered above @since overlap [start, end)? Under fb.lock. */
+static bool changed_since(uint64_t since, uintptr_t start, uintptr_t end)
+{
+	uint64_t seq = atomic_load_explicit(&fb.seq, memory_order_relaxed);
+
+	if (fb.all_seq > since)
+		return true;
+	/* More changes than the history holds: some are unknown. */
+	if (seq - since >= HISTORY_MAX)
+		return true;
+	for (uint64_t n = since + 1; n <= seq; n++)
+		if (overlaps(&fb.history[n % HISTORY_MAX], start, end))
+			return true;
+	return false;
+}
+
+/*
+ * May the entry the provider just pinned be cached? The provider pinned
+ * inside the libfabric call that now subscribes, so after this thread's
+ * last return from the bridge: only changes numbered above thread_seen
+ * can have come after the pin, and only if one overlaps is it refused.
+ * A monitor that reports only watched ranges (userfaultfd) saw changes
+ * after the pin only if the range was watched before it: by a subscribe
+ * that had returned before this thread's last return, with no change to
+ * the range since (a change ends a watch). Under fb.lock, after a sync.
+ */
+static bool cacheable(const struct pin *was, uintptr_t start, uintptr_t end)
+{
+	if (changed_since(thread_seen, start, end))
+		return false;
+	if (fb.caps & REGCACHE_MONITOR_SYNCHRONOUS)
+		return true;
+	return was->start == start && was->end == end && was->watch_call &&
+	       was->watch_call <= thread_call &&
+	       !changed_since(was->watch_seq, start, end);
 }
 
 /* ------------------------------------------------------------------------
@@ -138,30 +234,41 @@ static int mon_subscribe(struct fid_mem_monitor *mon, const void *addr,
 			 size_t len)
 {
 	uintptr_t start = (uintptr_t)addr, end = start + len;
-	uint64_t t;
+	uint64_t call = subscribe_begin();
+	struct pin was, *slot;
+	uint64_t before;
 	int ret = 0;
 
 	(void)mon;
-	if (regcache_subscriber_watch(fb.sub, addr, len)) {
-		atomic_fetch_add_explicit(&fb.refused, 1, memory_order_relaxed);
-		return -FI_EINVAL;	/* served uncached */
-	}
 	/* The provider pinned before this call: a change in between is
-	 * published by now (or, under userfaultfd, the check below sees it in
-	 * flight). It cannot be told from one before the pin, so refuse
-	 * either if it is recent. */
-	sync_seen();
-	t = now_ns();
-	pthread_mutex_lock(&fb.lock);
-	for (unsigned i = 0; i < RECENT_MAX; i++)
-		if (fb.recent[i].end && t - fb.recent[i].seen_ns < fb.gap_ns &&
-		    overlaps(&fb.recent[i], start, end))
-			ret = -FI_EAGAIN;
-	pthread_mutex_unlock(&fb.lock);
-	if (!ret && regcache_subscriber_check(fb.sub, addr, len))
+	 * published by now. Under userfaultfd, first wait until no change is
+	 * in flight (or give up), so that the sync has them all; the sync
+	 * also ends the watches that changes overlapped, before the watch
+	 * below, which must cover the pages mapped now. */
+	if (regcache_subscriber_check(fb.sub, addr, len))
 		ret = -FI_EAGAIN;
+	sync_seen();
+	pthread_mutex_lock(&fb.lock);
+	slot = pin_slot(start, end);
+	was = *slot;
+	/* A change numbered above this may end the watch made below. */
+	before = atomic_load_explicit(&fb.seq, memory_order_relaxed);
+	pthread_mutex_unlock(&fb.lock);
+	if (regcache_subscriber_watch(fb.sub, addr, len))
+		ret = -FI_EINVAL;	/* served uncached */
+	pthread_mutex_lock(&fb.lock);
+	if (ret != -FI_EINVAL)
+		*slot = (struct pin){ start, end, 0, call, before };
+	if (!ret && fb.pin_check && !cacheable(&was, start, end))
+		ret = -FI_EAGAIN;
+	if (!ret)
+		/* Changes up to here came before the pin: valid() ignores
+		 * them for this entry. */
+		slot->pinned = thread_seen;
+	pthread_mutex_unlock(&fb.lock);
 	if (ret)
 		atomic_fetch_add_explicit(&fb.refused, 1, memory_order_relaxed);
+	thread_saw(call);
 	return ret;
 }
 
@@ -170,6 +277,7 @@ static void mon_unsubscribe(struct fid_mem_monitor *mon, const void *addr,
 {
 	(void)mon;
 	regcache_subscriber_unwatch(fb.sub, addr, len);
+	thread_saw(call_begin());
 }
 
 /* Every hit. False: libfabric drops the entry and registers again. */
@@ -177,24 +285,37 @@ static bool mon_valid(struct fid_mem_monitor *mon, const void *addr,
 		      size_t len)
 {
 	uintptr_t start = (uintptr_t)addr, end = start + len;
+	uint64_t call = call_begin();
+	struct pin *pin;
+	uint64_t pinned;
 	bool ok = true;
 
 	(void)mon;
+	/* Userfaultfd: a change in flight is published before the sync
+	 * below, or the hit is refused. The probe must come first: once it
+	 * passed, the sync has every change that returned before it. */
+	if ((fb.caps & REGCACHE_MONITOR_CHECK_HITS) &&
+	    regcache_subscriber_check(fb.sub, addr, len))
+		ok = false;
 	sync_seen();
 	/* The common hit: nothing changed that libfabric was not told of. */
-	if (!atomic_load_explicit(&fb.waiting, memory_order_relaxed) &&
-	    !(fb.caps & REGCACHE_MONITOR_CHECK_HITS))
+	if (ok && !atomic_load_explicit(&fb.waiting, memory_order_relaxed)) {
+		thread_saw(call);
 		return true;
+	}
 	pthread_mutex_lock(&fb.lock);
+	pin = pin_slot(start, end);
+	pinned = pin->start == start && pin->end == end ? pin->pinned : 0;
 	if (fb.pending_all)
 		ok = false;
+	/* A change the entry was pinned after is not about its pages. */
 	for (unsigned i = 0; ok && i < fb.npending; i++)
-		ok = !overlaps(&fb.pending[i], start, end);
+		ok = fb.pending[i].seq <= pinned ||
+		     !overlaps(&fb.pending[i], start, end);
 	pthread_mutex_unlock(&fb.lock);
-	if (ok && regcache_subscriber_check(fb.sub, addr, len))
-		ok = false;
 	if (!ok)
 		atomic_fetch_add_explicit(&fb.invalid, 1, memory_order_relaxed);
+	thread_saw(call);
 	return ok;
 }
 
@@ -260,7 +381,7 @@ static void *notify_thread(void *arg)
 			for (unsigned i = 0; i < fb.npending; i++)
 				if (fb.pending[i].start == r.start &&
 				    fb.pending[i].end == r.end &&
-				    fb.pending[i].seen_ns == r.seen_ns) {
+				    fb.pending[i].seq == r.seq) {
 					fb.pending[i] = fb.pending[--fb.npending];
 					break;
 				}
@@ -299,9 +420,10 @@ rc_bridge_export int regcache_fabric_import(void)
 {
 	static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
 	const char *env = getenv("FI_MR_CACHE_MONITOR");
-	const char *gap = getenv("REGCACHE_FABRIC_GAP_MS");
-	fi_open_fn *fo;
+	const char *pin_check = getenv("REGCACHE_FABRIC_PIN_CHECK");
+	fi_open_fn *fo = NULL;
 	struct fid *cache_fid;
+	void *h;
 	int ret;
 
 	pthread_mutex_lock(&once);
@@ -316,8 +438,9 @@ rc_bridge_export int regcache_fabric_import(void)
 		ret = -EPERM;
 		goto out;
 	}
-	fo = (fi_open_fn *)dlsym(RTLD_DEFAULT, "fi_open");
-	if (!fo) {
+	/* The libfabric loaded here, also one dlopened RTLD_LOCAL. */
+	h = rc_bridge_find_definer("fi_open", (void **)&fo);
+	if (!h) {
 		ret = -ENOENT;
 		goto out;
 	}
@@ -332,7 +455,7 @@ rc_bridge_export int regcache_fabric_import(void)
 		ret = -ENOTSUP;
 		goto destroy;
 	}
-	fb.gap_ns = (uint64_t)(gap ? atol(gap) : 10) * 1000000u;
+	fb.pin_check = !pin_check || strcmp(pin_check, "0");
 	fb.poll_ns = 1000000;
 	fb.mon.fid.fclass = FI_CLASS_MEM_MONITOR;
 	fb.mon.export_ops = &export_ops;
@@ -374,16 +497,116 @@ rc_bridge_export int regcache_fabric_bridge_stats(unsigned long out[3])
 	return fb.imported;
 }
 
-/* Preloaded into a program linked with libfabric: import before main()
- * can open a domain. REGCACHE_FABRIC_IMPORT=0 leaves it to the caller. */
-__attribute__((constructor)) static void fabric_bridge_init(void)
+/* ------------------------------------------------------------------------
+ * Preloaded: import before the first domain
+ * ---------------------------------------------------------------------- */
+
+static bool import_wanted(void)
 {
 	const char *want = getenv("REGCACHE_FABRIC_IMPORT");
 
-	if (want && *want == '0')
-		return;
-	if (dlsym(RTLD_DEFAULT, "fi_open"))
-		regcache_fabric_import();
+	return !want || *want != '0';
 }
 
+/* Into a program linked with libfabric: before main() can open a domain.
+ * REGCACHE_FABRIC_IMPORT=0 leaves it to the caller. */
+__attribute__((constructor)) static void fabric_bridge_init(void)
+{
+	void *fo, *h;
 
+	if (!import_wanted())
+		return;
+	h = rc_bridge_find_definer("fi_open", &fo);
+	if (h) {
+		dlclose(h);
+		regcache_fabric_import();
+	}
+}
+
+/*
+ * A libfabric loaded after the constructor (Open MPI dlopens its ofi
+ * components, and with them libfabric, at MPI_Init) is first called through
+ * fi_getinfo, fi_fabric or fi_open: no domain can exist before one of them,
+ * and no libfabric lock is held when they are entered. Each is interposed,
+ * in every symbol version libfabric 1.x exports, so that a caller bound to
+ * an old version still reaches that version; the first call imports, then
+ * every call jumps to libfabric's own function.
+ */
+enum entry { GETINFO_1_0, GETINFO_1_1, GETINFO_1_2, GETINFO_1_3, FABRIC_1_0,
+	     FABRIC_1_1, OPEN_1_5, NENTRIES };
+
+static const struct { const char *name, *version; } entries[NENTRIES] = {
+	[GETINFO_1_0] = { "fi_getinfo", "FABRIC_1.0" },
+	[GETINFO_1_1] = { "fi_getinfo", "FABRIC_1.1" },
+	[GETINFO_1_2] = { "fi_getinfo", "FABRIC_1.2" },
+	[GETINFO_1_3] = { "fi_getinfo", "FABRIC_1.3" },
+	[FABRIC_1_0] = { "fi_fabric", "FABRIC_1.0" },
+	[FABRIC_1_1] = { "fi_fabric", "FABRIC_1.1" },
+	[OPEN_1_5] = { "fi_open", "FABRIC_1.5" },
+};
+
+/* Jumped to by the trampolines below, in enum entry's order. */
+rc_bridge_hidden void *rc_fi_getinfo_1_0_real, *rc_fi_getinfo_1_1_real,
+	*rc_fi_getinfo_1_2_real, *rc_fi_getinfo_1_3_real, *rc_fi_fabric_1_0_real,
+	*rc_fi_fabric_1_1_real, *rc_fi_open_1_5_real;
+static void **const real[NENTRIES] = {
+	&rc_fi_getinfo_1_0_real, &rc_fi_getinfo_1_1_real, &rc_fi_getinfo_1_2_real,
+	&rc_fi_getinfo_1_3_real, &rc_fi_fabric_1_0_real, &rc_fi_fabric_1_1_real,
+	&rc_fi_open_1_5_real,
+};
+
+static _Atomic bool entered;	/* resolved and imported (or not wanted) */
+static __thread bool entering;	/* this thread is resolving or importing */
+
+/* Resolve every version in the libfabric that is loaded. A libfabric
+ * without symbol versions (a static one linked into the program) has one
+ * function for all of them. */
+static void resolve(void)
+{
+	void *any, *h = rc_bridge_find_definer("fi_open", &any);
+
+	if (!h) {
+		fprintf(stderr, "regcache-fabric: a libfabric call reached the "
+			"bridge but no loaded object defines fi_open; aborting\n");
+		abort();
+	}
+	for (int i = 0; i < NENTRIES; i++) {
+		void *p = dlvsym(h, entries[i].name, entries[i].version);
+
+		if (!p)
+			p = dlsym(h, entries[i].name);
+		*real[i] = p;
+	}
+}
+
+/* On every interposed call: import once, before libfabric runs. */
+rc_bridge_hidden void rc_fabric_before_entry(void)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+	/* A call that our own import makes (libfabric calling itself through
+	 * its PLT) goes straight on. */
+	if (atomic_load_explicit(&entered, memory_order_acquire) || entering)
+		return;
+	pthread_mutex_lock(&lock);
+	if (!atomic_load_explicit(&entered, memory_order_relaxed)) {
+		entering = true;
+		resolve();
+		if (import_wanted())
+			regcache_fabric_import();
+		entering = false;
+		atomic_store_explicit(&entered, true, memory_order_release);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+#define ENTRY(label, symver)                                                 \
+	RC_BRIDGE_TRAMPOLINE(label, rc_fabric_before_entry, label##_real);    \
+	__asm__(".symver " #label ", " symver)
+ENTRY(rc_fi_getinfo_1_0, "fi_getinfo@FABRIC_1.0");
+ENTRY(rc_fi_getinfo_1_1, "fi_getinfo@FABRIC_1.1");
+ENTRY(rc_fi_getinfo_1_2, "fi_getinfo@FABRIC_1.2");
+ENTRY(rc_fi_getinfo_1_3, "fi_getinfo@@FABRIC_1.3");
+ENTRY(rc_fi_fabric_1_0, "fi_fabric@FABRIC_1.0");
+ENTRY(rc_fi_fabric_1_1, "fi_fabric@@FABRIC_1.1");
+ENTRY(rc_fi_open_1_5, "fi_open@@FABRIC_1.5");

@@ -22,7 +22,6 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -72,60 +71,12 @@ rc_bridge_hidden void *rc_ucx_real_create;
  * Finding the UCX that is loaded
  * ---------------------------------------------------------------------- */
 
-struct find_ctx {
-	char names[64][512];
-	unsigned n;
-};
-
-static int collect(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	struct find_ctx *f = arg;
-
-	(void)size;
-	if (info->dlpi_name && info->dlpi_name[0] && f->n < 64)
-		snprintf(f->names[f->n++], sizeof(f->names[0]), "%s",
-			 info->dlpi_name);
-	return 0;
-}
-
-/*
- * The handle of the loaded object that itself defines @sym (not us), or
- * NULL. dlsym(RTLD_NEXT) would miss a UCX that Open MPI dlopened with
- * RTLD_LOCAL; dlopen(RTLD_NOLOAD) never loads anything.
- */
-static void *find_definer(const char *sym, void **addr)
-{
-	static struct find_ctx f;	/* big; only used under ub.once or
-					 * the create hook's lock */
-	Dl_info self, where;
-
-	dladdr((void *)find_definer, &self);
-	f.n = 0;
-	/* Names first: dlopen inside dl_iterate_phdr's callback could take
-	 * the loader's lock twice. */
-	dl_iterate_phdr(collect, &f);
-	for (unsigned i = 0; i < f.n; i++) {
-		void *h = dlopen(f.names[i], RTLD_NOLOAD | RTLD_LAZY), *p;
-
-		if (!h)
-			continue;
-		p = dlsym(h, sym);
-		if (p && dladdr(p, &where) && where.dli_fbase != self.dli_fbase &&
-		    !strcmp(where.dli_fname, f.names[i])) {
-			*addr = p;
-			return h;	/* kept open: UCX stays loaded anyway */
-		}
-		dlclose(h);
-	}
-	return NULL;
-}
-
 /* UCP's version, or 0 when libucp is not loaded. */
 static unsigned ucp_minor_version(void)
 {
 	void (*get)(unsigned *, unsigned *, unsigned *) = NULL;
 	unsigned major = 0, minor = 0, release = 0;
-	void *h = find_definer("ucp_get_version", (void **)&get);
+	void *h = rc_bridge_find_definer("ucp_get_version", (void **)&get);
 
 	if (!h)
 		return 0;
@@ -172,13 +123,15 @@ static uint64_t fingerprint(uintptr_t start, uintptr_t end, unsigned long ep)
 	return (h * 0xbf58476d1ce4e5b9ull) | 1;
 }
 
-/* Before UCX looks [addr, addr+len) up, on any thread (the trampoline). */
-rc_bridge_hidden void rc_ucx_before_get(void *addr, size_t len)
+/* Before UCX looks [addr, addr+len) up in @rcache, on any thread (the
+ * trampoline: ucs_rcache_get(rcache, address, length, ...)). */
+rc_bridge_hidden void rc_ucx_before_get(void *rcache, void *addr, size_t len)
 {
 	uintptr_t start, end;
 	uint64_t fp;
 	unsigned long ep;
 
+	(void)rcache;
 	/* Once set up, an atomic load: and it orders ub's fields after
 	 * setup() for every thread (the flag, the function pointers). */
 	pthread_once(&ub.once, setup);
@@ -189,10 +142,16 @@ rc_bridge_hidden void rc_ucx_before_get(void *addr, size_t len)
 	 * (REGCACHE_UCX_THREAD=1) shows the window newer UCX has. */
 	if (!ub.active || ub.thread_mode || !len)
 		return;
-	if (!regcache_subscriber_current(ub.sub))
-		sync_forward();
 	start = (uintptr_t)addr & ~ub.page_mask;
 	end = ((uintptr_t)addr + len + ub.page_mask) & ~ub.page_mask;
+	/* Userfaultfd: wait until no change is in flight, so that the sync
+	 * below has every change that returned before this lookup; if one
+	 * stays in flight, make the lookup miss. The probe must come first. */
+	if ((ub.caps & REGCACHE_MONITOR_CHECK_HITS) &&
+	    regcache_subscriber_check(ub.sub, addr, len))
+		ub.vm_munmap((void *)start, end - start);
+	if (!regcache_subscriber_current(ub.sub))
+		sync_forward();
 	ep = atomic_load_explicit(&ub.watch_epoch, memory_order_acquire);
 	fp = fingerprint(start, end, ep);
 	if (atomic_load_explicit(&memo[fp % MEMO_SLOTS],
@@ -205,13 +164,6 @@ rc_bridge_hidden void rc_ucx_before_get(void *addr, size_t len)
 		}
 		atomic_store_explicit(&memo[fp % MEMO_SLOTS], fp,
 				      memory_order_relaxed);
-	}
-	if ((ub.caps & REGCACHE_MONITOR_CHECK_HITS) &&
-	    regcache_subscriber_check(ub.sub, addr, len)) {
-		/* A change may be in flight (userfaultfd): wait for it to
-		 * be published, then forward. */
-		ub.vm_munmap((void *)start, end - start);
-		sync_forward();
 	}
 }
 
@@ -245,7 +197,7 @@ static void setup(void)
 	int ret;
 
 	ub.page_mask = (uintptr_t)sysconf(_SC_PAGESIZE) - 1;
-	h = find_definer("ucs_rcache_create", &rc_ucx_real_create);
+	h = rc_bridge_find_definer("ucs_rcache_create", &rc_ucx_real_create);
 	if (!h) {
 		rc_bridge_log("regcache-ucx: no libucs found in this process");
 		return;
@@ -335,7 +287,7 @@ rc_bridge_hidden void rc_ucx_before_create(void)
 __attribute__((constructor)) static void ucx_bridge_init(void)
 {
 	void *p;
-	void *h = find_definer("ucs_rcache_create", &p);
+	void *h = rc_bridge_find_definer("ucs_rcache_create", &p);
 
 	if (h) {
 		dlclose(h);
@@ -372,25 +324,5 @@ rc_bridge_export long regcache_ucx_bridge_forwarded(void)
  * an alignment argument after length), so one build serves every UCX.
  * ---------------------------------------------------------------------- */
 
-#if defined(__x86_64__)
-#define TRAMPOLINE(name, hook, real)                                         \
-	__asm__(".text\n"                                                    \
-		".globl " #name "\n"                                         \
-		".type " #name ", @function\n"                               \
-		#name ":\n"                                                  \
-		"	endbr64\n"                                           \
-		"	push %rdi\n	push %rsi\n	push %rdx\n"         \
-		"	push %rcx\n	push %r8\n	push %r9\n"          \
-		"	sub $8, %rsp\n" /* 16-byte alignment for the call */ \
-		"	mov %rsi, %rdi\n	mov %rdx, %rsi\n"            \
-		"	call " #hook "\n"                                    \
-		"	add $8, %rsp\n"                                      \
-		"	pop %r9\n	pop %r8\n	pop %rcx\n"          \
-		"	pop %rdx\n	pop %rsi\n	pop %rdi\n"          \
-		"	jmp *" #real "(%rip)\n"                              \
-		".size " #name ", .-" #name "\n")
-TRAMPOLINE(ucs_rcache_get, rc_ucx_before_get, rc_ucx_real_get);
-TRAMPOLINE(ucs_rcache_create, rc_ucx_before_create, rc_ucx_real_create);
-#else
-#error "the UCX bridge's interposers are written for x86_64"
-#endif
+RC_BRIDGE_TRAMPOLINE(ucs_rcache_get, rc_ucx_before_get, rc_ucx_real_get);
+RC_BRIDGE_TRAMPOLINE(ucs_rcache_create, rc_ucx_before_create, rc_ucx_real_create);
