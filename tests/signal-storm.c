@@ -133,21 +133,24 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* The control thread blocks reading [0]; main closes [1] to end it (a
+ * signal could come before the read and leave it blocked). */
+static int control_pipe[2];
+
 /* Negative controls under the storm (see the top). */
 static void *control(void *arg)
 {
 	struct io_uring ring;
 	struct regcache *c;
-	int fds[2];
 	char ch;
 
 	(void)arg;
 	t_ring_init(&ring);
 	c = t_uring_cache(&ring, 0, 0, 0);
-	T_REQUIRE(pipe(fds) == 0);
 	while (!atomic_load(&stop)) {
 		char *buf = t_map(4 * page);
-		ssize_t n = read(fds[0], &ch, 1);	/* empty: blocks */
+		/* Empty until main closes the write end: blocks. */
+		ssize_t n = read(control_pipe[0], &ch, 1);
 
 		if (n < 0 && errno == EINTR)
 			atomic_fetch_add(&eintr_seen, 1);
@@ -172,8 +175,7 @@ static void *control(void *arg)
 		munmap(buf, 4 * page);
 		atomic_fetch_add(&heartbeat[NWORKERS], 1);
 	}
-	close(fds[0]);
-	close(fds[1]);
+	close(control_pipe[0]);
 	regcache_destroy(c);
 	io_uring_queue_exit(&ring);
 	return NULL;
@@ -263,6 +265,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < NWORKERS; i++)
 		T_REQUIRE(pthread_create(&workers[i], NULL, worker,
 					 (void *)(uintptr_t)i) == 0);
+	T_REQUIRE(pipe(control_pipe) == 0);
 	T_REQUIRE(pthread_create(&workers[NWORKERS], NULL, control, NULL) ==
 		  0);
 	T_REQUIRE(pthread_create(&dog, NULL, watchdog, NULL) == 0);
@@ -272,9 +275,8 @@ int main(int argc, char **argv)
 		usleep(100000);
 	atomic_store(&stop, true);
 	pthread_join(st, NULL);
-	/* Wake the control thread out of its read(). */
-	for (int i = 0; i < 100; i++)
-		pthread_kill(workers[NWORKERS], SIGUSR2);
+	/* End the control thread's read(): EOF from now on. */
+	close(control_pipe[1]);
 	for (int i = 0; i <= NWORKERS; i++)
 		pthread_join(workers[i], NULL);
 	pthread_join(dog, NULL);
