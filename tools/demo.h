@@ -132,6 +132,10 @@ void demo_bridge_teardown(void);
  * that did not start, died or stopped badly); the child drops to an
  * ordinary user and re-executes the demo as its client. */
 bool demo_regcached_available(char *why, size_t len);
+/* @name installed at @rel_from_bindir relative to the demo's directory, in
+ * @path; NULL when the demo runs from the build tree. */
+const char *demo_installed_path(const char *rel_from_bindir, const char *name,
+				char *path, size_t len);
 int demo_regcached_start(struct result *res);
 void demo_regcached_stop(struct result *res);
 void demo_regcached_child(const struct mode *m, int fd) __attribute__((noreturn));

@@ -31,11 +31,21 @@
 #define DEMO_BRIDGE_DIR "."
 #endif
 
+/* $REGCACHE_BRIDGE_DIR; else the bridges built beside the demo, or, when
+ * the demo is installed, the installed ones (<bindir>/../<libdir>). */
 static const char *bridge_dir(void)
 {
+	static char installed[4096];
 	const char *d = getenv("REGCACHE_BRIDGE_DIR");
 
-	return d && *d ? d : DEMO_BRIDGE_DIR;
+	if (d && *d)
+		return d;
+#ifdef DEMO_LIB_FROM_BINDIR
+	if (installed[0] || demo_installed_path(DEMO_LIB_FROM_BINDIR, "",
+						installed, sizeof(installed)))
+		return installed;
+#endif
+	return DEMO_BRIDGE_DIR;
 }
 
 /* ------------------------------------------------------------------------

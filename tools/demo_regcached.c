@@ -37,34 +37,46 @@ static pid_t daemon_pid = -1, demo_pid;
 static struct sigaction saved[3];
 static const int stop_signals[3] = { SIGINT, SIGTERM, SIGHUP };
 
-#ifdef DEMO_REGCACHED
 /*
- * The daemon this demo starts: the one built beside it when the demo runs
- * from the build tree, otherwise the installed one, found relative to the
- * demo's own directory (bin/ to sbin/ as CMake installed them), so that an
- * installed tree still works after it was moved.
+ * Where an installed demo finds what was installed with it: @rel_from_bindir
+ * (bin/ to sbin/ or lib/ as CMake installed them) below the demo's own
+ * directory, so that an installed tree still works after it was moved. NULL
+ * when the demo runs from the build tree, whose files the build names.
  */
-static const char *regcached_path(void)
+const char *demo_installed_path(const char *rel_from_bindir, const char *name,
+				char *path, size_t len)
 {
-	static char path[4096];
 	char self[4096], built[PATH_MAX];
 	ssize_t n;
 	char *slash;
 
-	if (path[0])
-		return path;
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)
-		return DEMO_REGCACHED;
+		return NULL;
 	self[n] = 0;
 	/* The kernel's path is canonical; the build's may hold symlinks. */
 	if (!strcmp(self, realpath(DEMO_SELF_BUILT, built) ? built :
 						       DEMO_SELF_BUILT))
-		return DEMO_REGCACHED;
+		return NULL;
 	slash = strrchr(self, '/');
 	*slash = 0;
-	if (snprintf(path, sizeof(path), "%s/%s/regcached", self,
-		     DEMO_REGCACHED_FROM_BINDIR) >= (int)sizeof(path))
+	if (snprintf(path, len, "%s/%s%s%s", self, rel_from_bindir,
+		     *name ? "/" : "", name) >= (int)len)
+		return NULL;
+	return path;
+}
+
+#ifdef DEMO_REGCACHED
+/* The daemon this demo starts: the one built beside it from the build
+ * tree, otherwise the installed one. */
+static const char *regcached_path(void)
+{
+	static char path[4096];
+
+	if (path[0])
+		return path;
+	if (!demo_installed_path(DEMO_REGCACHED_FROM_BINDIR, "regcached", path,
+				 sizeof(path)))
 		return DEMO_REGCACHED;
 	return path;
 }
