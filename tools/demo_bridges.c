@@ -35,7 +35,7 @@
  * the demo is installed, the installed ones (<bindir>/../<libdir>). */
 static const char *bridge_dir(void)
 {
-	static char installed[4096];
+	static char installed[1024];	/* short enough for the paths built on it */
 	const char *d = getenv("REGCACHE_BRIDGE_DIR");
 
 	if (d && *d)
