@@ -131,25 +131,56 @@ static void error(const char *fmt, ...)
 #define RAW(s) (rnd(s) & 1)
 #endif
 
+/*
+ * An address one slot's mutator unmaps may be the next address the kernel
+ * gives another slot's mutator: the address space (mmap_lock) orders the
+ * two, and every access by the old owner's checkers came before the unmap
+ * (they held the slot's lock). TSan cannot see that order through mremap,
+ * which it does not intercept, so it is stated to it: a release before
+ * every call that may unmap, an acquire after every call that may map.
+ */
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+static char address_space;
+#define UNMAPPING() __tsan_release(&address_space)
+#define MAPPED() __tsan_acquire(&address_space)
+#else
+#define UNMAPPING() ((void)0)
+#define MAPPED() ((void)0)
+#endif
+
 static void *x_mmap(unsigned *s, void *a, size_t len, int prot, int flags,
 		    int fd, off_t off)
 {
+	void *p;
+
+	UNMAPPING();	/* MAP_FIXED */
 	if (RAW(s))
-		return (void *)syscall(SYS_mmap, a, len, prot, flags, fd, off);
-	return mmap(a, len, prot, flags, fd, off);
+		p = (void *)syscall(SYS_mmap, a, len, prot, flags, fd, off);
+	else
+		p = mmap(a, len, prot, flags, fd, off);
+	MAPPED();
+	return p;
 }
 
 static int x_munmap(unsigned *s, void *a, size_t len)
 {
+	UNMAPPING();
 	return RAW(s) ? (int)syscall(SYS_munmap, a, len) : munmap(a, len);
 }
 
 static void *x_mremap(unsigned *s, void *a, size_t old, size_t new, int flags,
 		      void *to)
 {
+	void *p;
+
+	UNMAPPING();
 	if (RAW(s))
-		return (void *)syscall(SYS_mremap, a, old, new, flags, to);
-	return mremap(a, old, new, flags, to);
+		p = (void *)syscall(SYS_mremap, a, old, new, flags, to);
+	else
+		p = mremap(a, old, new, flags, to);
+	MAPPED();
+	return p;
 }
 
 static int x_madvise(unsigned *s, void *a, size_t len, int advice)
@@ -503,6 +534,7 @@ static void change_mremap(struct slot *sl, unsigned *s)
 		to = mmap(NULL, len, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		T_REQUIRE(to != MAP_FAILED);
+		MAPPED();
 		memset(to, 0x11, len);
 		n = vmas_spanned(a, len);
 		res = x_mremap(s, a, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to);
@@ -519,7 +551,13 @@ static void change_mremap(struct slot *sl, unsigned *s)
 				      "left behind", kind_name[sl->kind], a,
 				      len, n, to, strerror(err),
 				      vmas_spanned(a, len));
-			munmap(a, len);
+			/* A move of several VMAs that failed half way left
+			 * holes in [a, a+len) that another thread's mmap
+			 * (malloc's) may own by now: unmapping the range
+			 * would pull memory from under it. Leave it. */
+			UNMAPPING();
+			if (!(err == EFAULT && n > 1))
+				munmap(a, len);
 			munmap(to, len);
 			sl->addr = NULL;
 			slot_fill(sl, s);
@@ -541,6 +579,7 @@ static void change_mremap(struct slot *sl, unsigned *s)
 			mremap_failed(sl, s, "DONTUNMAP");
 			return;
 		}
+		UNMAPPING();
 		if (keep_old) {
 			munmap(res, len);
 			memset(a, 0x22, len);
