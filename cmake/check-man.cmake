@@ -1,17 +1,22 @@
 # The test man-pages (see man.cmake): the man pages generated from the
 # headers and the symbols the library exports are the same set of names, and
 # groff formats every page without a warning.
-# Input: API (regcache-api.cmake of the build), GROFF (may be empty).
+# Input: API (regcache-api.cmake of the build: the libraries in
+# REGCACHE_MAN_LIBS), GROFF (may be empty).
 cmake_minimum_required(VERSION 3.18) # IN_LIST, list(TRANSFORM)
 include(${API})
 
-execute_process(COMMAND nm -D --defined-only ${REGCACHE_LIB}
-  OUTPUT_VARIABLE out RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "nm -D failed on ${REGCACHE_LIB}")
-endif()
-string(REGEX MATCHALL "[TW] regcache_[A-Za-z0-9_]+" exported "${out}")
-list(TRANSFORM exported REPLACE "^[TW] " "")
+set(exported "")
+foreach(lib IN LISTS REGCACHE_MAN_LIBS)
+  execute_process(COMMAND nm -D --defined-only ${lib}
+    OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "nm -D failed on ${lib}")
+  endif()
+  string(REGEX MATCHALL "[TW] regcache_[A-Za-z0-9_]+" calls "${out}")
+  list(TRANSFORM calls REPLACE "^[TW] " "")
+  list(APPEND exported ${calls})
+endforeach()
 list(SORT exported)
 
 file(GLOB pages RELATIVE ${REGCACHE_MAN_DIR} ${REGCACHE_MAN_DIR}/*.3)

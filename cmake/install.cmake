@@ -1,8 +1,9 @@
 # What `cmake --install` installs, by component (one Debian package each,
 # see packaging.cmake):
 #   runtime  libregcache.so.<SOVERSION>
-#   dev      headers, the libregcache.so link, regcache.pc, the CMake package
-#            (regcache::regcache), the man pages and tools/example.c
+#   dev      headers (a bridge's too: regcache/fabric.h), the libregcache.so
+#            link, regcache.pc, the CMake package (regcache::regcache), the
+#            man pages and tools/example.c
 #   tools    the programs that call regcache_install_tool()
 include(CMakePackageConfigHelpers)
 
@@ -11,7 +12,7 @@ set(REGCACHE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/regcache)
 install(TARGETS regcache EXPORT regcache-targets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     COMPONENT runtime NAMELINK_COMPONENT dev)
-foreach(header IN LISTS REGCACHE_PUBLIC_HEADERS)
+foreach(header IN LISTS REGCACHE_PUBLIC_HEADERS REGCACHE_BRIDGE_HEADERS)
   # include/regcache.h -> <includedir>, include/regcache/x.h -> <includedir>/regcache
   file(RELATIVE_PATH rel ${CMAKE_CURRENT_SOURCE_DIR}/include
        ${CMAKE_CURRENT_SOURCE_DIR}/${header})

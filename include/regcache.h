@@ -46,7 +46,7 @@ extern "C" {
  * built against 0.1 runs with the library of 0.2.
  */
 #define REGCACHE_VERSION_MAJOR 0
-#define REGCACHE_VERSION_MINOR 1
+#define REGCACHE_VERSION_MINOR 2
 #define REGCACHE_VERSION_PATCH 0
 
 /**

@@ -353,9 +353,9 @@ int main(int argc, char **argv)
 		{ "rounds", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char self[PATH_MAX], daemon_path[PATH_MAX + 16], dir[] =
+	char self[PATH_MAX], daemon_path[PATH_MAX + 64], dir[] =
 		"/tmp/regcached-bench.XXXXXX";
-	const char *daemon = NULL;
+	const char *daemon = NULL, *bindir;
 	double base;
 	ssize_t n;
 	int opt;
@@ -380,8 +380,14 @@ int main(int argc, char **argv)
 		if (n < 0)
 			return 1;
 		self[n] = 0;
+		bindir = dirname(self);
 		snprintf(daemon_path, sizeof(daemon_path), "%s/regcached",
-			 dirname(self));
+			 bindir);
+		if (access(daemon_path, X_OK) &&	/* installed: sbindir */
+		    snprintf(daemon_path, sizeof(daemon_path),
+			     "%s/%s/regcached", bindir,
+			     REGCACHED_FROM_BINDIR) >= (int)sizeof(daemon_path))
+			return 1;
 		daemon = daemon_path;
 	}
 	if (!mkdtemp(dir))

@@ -25,6 +25,11 @@ if(REGCACHE_FABRIC_INCLUDE)
   target_link_libraries(regcache-fabric PRIVATE regcache Threads::Threads ${CMAKE_DL_LIBS})
   set_target_properties(regcache-fabric PROPERTIES C_VISIBILITY_PRESET hidden
     VERSION ${PROJECT_VERSION} SOVERSION 0)
+  # An application that imports the monitor itself (regcache_fabric_import)
+  # includes this header and links -lregcache-fabric; its calls get man
+  # pages like libregcache's.
+  list(APPEND REGCACHE_BRIDGE_HEADERS include/regcache/fabric.h)
+  list(APPEND REGCACHE_MAN_LIBS regcache-fabric)
 else()
   message(STATUS "regcache: rdma/fi_ext.h not found (apt-get install libfabric-dev); "
                  "the libfabric bridge is not built")
