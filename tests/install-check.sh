@@ -100,6 +100,14 @@ for f in include/regcache.h include/regcache/uring.h bin/regcache-demo \
 done
 [ -e "$libdir/cmake/regcache/regcache-config.cmake" ] ||
 	fail "no CMake package in $libdir/cmake/regcache"
+# The node service's units name the daemon of this prefix.
+unit="$work/prefix/lib/systemd/system/regcached.service"
+if [ -e "$work/prefix/sbin/regcached" ]; then
+	[ -e "$unit" ] && [ -e "$work/prefix/lib/systemd/system/regcached.socket" ] ||
+		fail "regcached's systemd units not installed"
+	grep -qx "ExecStart=$work/prefix/sbin/regcached" "$unit" ||
+		fail "$unit does not start $work/prefix/sbin/regcached"
+fi
 MANPATH="$work/prefix/share/man" man -w regcache_get >/dev/null ||
 	fail "man -w regcache_get does not find the page in $work/prefix"
 PKG_CONFIG_PATH="$libdir/pkgconfig" CMAKE_PREFIX_PATH="$work/prefix" \
@@ -142,6 +150,12 @@ apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=300 \
 for cmd in regcache-info regcache-demo regcache-bench; do
 	[ "$(command -v $cmd)" = /usr/bin/$cmd ] || fail "$cmd not in /usr/bin"
 done
+if dpkg -L regcache-tools | grep -q '^/usr/sbin/regcached$'; then
+	unit=$(dpkg -L regcache-tools | grep '/systemd/system/regcached.service$') ||
+		fail "regcache-tools has no regcached.service"
+	grep -qx "ExecStart=/usr/sbin/regcached" "$unit" ||
+		fail "$unit does not start /usr/sbin/regcached"
+fi
 sys_libdir=$(dirname "$(dpkg -L libregcache0 | grep 'libregcache\.so\.0$')")
 build_consumers system "$sys_libdir"
 
