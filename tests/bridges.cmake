@@ -10,7 +10,8 @@ regcache_add_test(NAME bridge-subscriber SOURCES bridge-subscriber.c
 
 # UCX: found by tools/ucx.cmake (cache variables).
 if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
-  regcache_add_test(NAME bridge-ucx SOURCES bridge-ucx.c bridge_oracle.c
+  regcache_add_test(NAME bridge-ucx
+    SOURCES bridge-ucx.c bridge_oracle.c bridge_ucx_rcache.c
     LIBS ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} Threads::Threads ${CMAKE_DL_LIBS}
     LABELS bridge ucx ARGS stale)
   target_include_directories(bridge-ucx PRIVATE ${TOOLS_UCX_INCLUDE})
@@ -27,7 +28,8 @@ if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
     TIMEOUT 120 LABELS "bridge;ucx")
   # Numbers, not a property (docs/bridges.md): the hit path with and
   # without the bridge in one run; the forwarding thread's window.
-  regcache_add_test(NAME bridge-ucx-bench SOURCES bridge-ucx-bench.c
+  regcache_add_test(NAME bridge-ucx-bench
+    SOURCES bridge-ucx-bench.c bridge_ucx_rcache.c
     LIBS ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} ${CMAKE_DL_LIBS} LABELS bench ARGS hit)
   target_include_directories(bridge-ucx-bench PRIVATE ${TOOLS_UCX_INCLUDE})
   set_tests_properties(bridge-ucx-bench PROPERTIES
