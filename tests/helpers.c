@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
 
 #include "helpers.h"
 
@@ -236,6 +239,37 @@ void *t_map(size_t len)
 
 	T_REQUIRE(p != MAP_FAILED);
 	return p;
+}
+
+double t_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+unsigned t_rnd(unsigned *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+double t_arg_seconds(int argc, char **argv, double dflt)
+{
+	double seconds = dflt;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
+			seconds = atof(argv[++i]);
+		} else {
+			fprintf(stderr, "usage: %s [--seconds S]\n", argv[0]);
+			exit(2);
+		}
+	}
+	return seconds;
 }
 
 static int t_reg(void *ctx, void *addr, size_t len, unsigned access,
@@ -504,4 +538,160 @@ bool t_prep_read_visible(struct io_uring *ring, struct regcache *c, void *buf,
 		if (dst[i] != t_prep_byte(seed, i))
 			return false;
 	return true;
+}
+
+/* A registrar that holds one registration in flight. */
+static pthread_mutex_t pending_m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pending_cv = PTHREAD_COND_INITIALIZER;
+/* 1: the armed reg has pinned and waits; 2: it may return */
+static int pending_stage;
+static atomic_bool pending_armed;
+
+static int pending_reg(void *ctx, void *addr, size_t len, unsigned access,
+		       void **handle)
+{
+	int ret = t_registrar_ops.reg(ctx, addr, len, access, handle);
+
+	if (atomic_exchange(&pending_armed, false)) {
+		pthread_mutex_lock(&pending_m);
+		pending_stage = 1;
+		pthread_cond_broadcast(&pending_cv);
+		while (pending_stage != 2)
+			pthread_cond_wait(&pending_cv, &pending_m);
+		pthread_mutex_unlock(&pending_m);
+	}
+	return ret;
+}
+
+static void pending_dereg(void *ctx, void *handle)
+{
+	t_registrar_ops.dereg(ctx, handle);
+}
+
+const struct regcache_ops t_pending_ops = {
+	.reg = pending_reg,
+	.dereg = pending_dereg,
+};
+
+void t_pending_arm(void)
+{
+	pthread_mutex_lock(&pending_m);
+	pending_stage = 0;
+	pthread_mutex_unlock(&pending_m);
+	atomic_store(&pending_armed, true);
+}
+
+void t_pending_wait(void)
+{
+	pthread_mutex_lock(&pending_m);
+	while (pending_stage != 1)
+		pthread_cond_wait(&pending_cv, &pending_m);
+	pthread_mutex_unlock(&pending_m);
+}
+
+void t_pending_release(void)
+{
+	pthread_mutex_lock(&pending_m);
+	pending_stage = 2;
+	pthread_cond_broadcast(&pending_cv);
+	pthread_mutex_unlock(&pending_m);
+}
+
+/* Where each thread of a hung child sleeps, for the report. */
+static void print_wchans(pid_t pid)
+{
+	char path[384], wchan[128], state[512];
+	struct dirent *e;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((e = readdir(dir))) {
+		FILE *f;
+		size_t n = 0;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/wchan",
+			 (int)pid, e->d_name);
+		f = fopen(path, "r");
+		wchan[0] = 0;
+		if (f) {
+			n = fread(wchan, 1, sizeof(wchan) - 1, f);
+			wchan[n] = 0;
+			fclose(f);
+		}
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat",
+			 (int)pid, e->d_name);
+		f = fopen(path, "r");
+		state[0] = 0;
+		if (f) {
+			n = fread(state, 1, sizeof(state) - 1, f);
+			state[n] = 0;
+			fclose(f);
+		}
+		fprintf(stderr, "    thread %s: %.40s ... sleeping in %s\n",
+			e->d_name, state, wchan);
+	}
+	closedir(dir);
+}
+
+void t_child_case(struct t_child_cases *k, const char *what,
+		  int (*fn)(const void *arg), const void *arg, int seconds)
+{
+	double t0 = t_now();
+	int status = 0;
+	pid_t pid, parent = getpid();
+
+	fflush(stdout);
+	pid = fork();
+	T_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		int rc;
+
+		t_die_with_parent(parent);
+		rc = fn(arg);
+
+		fflush(stdout);
+		fflush(stderr);
+		/* _exit: no atexit work (sanitizer reports open files) under
+		 * a filter or a limit */
+		_exit(rc);
+	}
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (t_now() - t0 > seconds) {
+			print_wchans(pid);
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			fprintf(stderr, "  HANG: %s: no exit after %d s, killed\n",
+				what, seconds);
+			status = T_EXIT_FAIL << 8;
+			break;
+		}
+		usleep(10000);
+	}
+	if (WIFSIGNALED(status)) {
+		fprintf(stderr, "  CRASH: %s: signal %d\n", what,
+			WTERMSIG(status));
+		k->failed++;
+	} else if (WEXITSTATUS(status) == T_EXIT_SKIP) {
+		k->skipped++;
+	} else if (WEXITSTATUS(status) == T_EXIT_PASS) {
+		printf("  ok (%.1f s)\n", t_now() - t0);
+		k->passed++;
+	} else {
+		fprintf(stderr, "  FAIL: %s\n", what);
+		k->failed++;
+	}
+}
+
+int t_child_cases_status(const struct t_child_cases *k)
+{
+	printf("%d passed, %d failed, %d skipped\n", k->passed, k->failed,
+	       k->skipped);
+	if (k->failed)
+		return T_EXIT_FAIL;
+	return k->passed ? T_EXIT_PASS : T_EXIT_SKIP;
 }
