@@ -639,7 +639,7 @@ static void print_wchans(pid_t pid)
 }
 
 void t_child_case(struct t_child_cases *k, const char *what,
-		  int (*fn)(const void *arg), const void *arg, int seconds)
+		  int (*fn)(const void *arg), const void *arg)
 {
 	double t0 = t_now();
 	int status = 0;
@@ -661,12 +661,12 @@ void t_child_case(struct t_child_cases *k, const char *what,
 		_exit(rc);
 	}
 	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (t_now() - t0 > seconds) {
+		if (t_now() - t0 > T_CASE_SECONDS) {
 			print_wchans(pid);
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
 			fprintf(stderr, "  HANG: %s: no exit after %d s, killed\n",
-				what, seconds);
+				what, T_CASE_SECONDS);
 			status = T_EXIT_FAIL << 8;
 			break;
 		}

@@ -237,18 +237,23 @@ void t_passthrough_case(struct io_uring *ring, struct regcache *c, char *buf,
  * child of its own, so that what a case installs dies with it and a hang
  * fails the test instead of hanging CI.
  */
+#ifdef REGCACHE_SANITIZE
+#define T_CASE_SECONDS 60
+#else
+#define T_CASE_SECONDS 20
+#endif
 struct t_child_cases {
 	int passed, failed, skipped;
 };
 /*
  * Run @fn(@arg) in a forked child (which dies with this process) and count
  * its exit status in @k: 0 passes ("  ok" and the time), 77 skips, a signal
- * is a CRASH, anything else a FAIL. A child still running after @seconds
- * is a HANG: where each of its threads sleeps is printed, then it is
- * killed. @what names the case in those lines.
+ * is a CRASH, anything else a FAIL. A child still running after
+ * T_CASE_SECONDS is a HANG: where each of its threads sleeps is printed,
+ * then it is killed. @what names the case in those lines.
  */
 void t_child_case(struct t_child_cases *k, const char *what,
-		  int (*fn)(const void *arg), const void *arg, int seconds);
+		  int (*fn)(const void *arg), const void *arg);
 /* Print the counts; FAIL if a case failed, SKIP if none passed. */
 int t_child_cases_status(const struct t_child_cases *k);
 

@@ -8,7 +8,7 @@
  * monitor, or pass-through) or fails with a clear -errno; gets across
  * munmap, MAP_FIXED, mremap and MADV_DONTNEED of the buffer are DMA-checked
  * (0 stale); no descriptor leaks; nothing crashes or hangs (each case runs
- * in a child killed after CASE_SECONDS).
+ * in a child killed after 20 s, 60 s under a sanitizer).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -21,11 +21,6 @@
 
 #include "helpers.h"
 
-#ifdef REGCACHE_SANITIZE
-#define CASE_SECONDS 60
-#else
-#define CASE_SECONDS 20
-#endif
 #define LEN 65536
 
 static int count_fds(void)
@@ -227,7 +222,7 @@ static struct t_child_cases cases;
 static void run(const char *what, int (*fn)(const void *), size_t arg)
 {
 	printf("%s:\n", what);
-	t_child_case(&cases, what, fn, &arg, CASE_SECONDS);
+	t_child_case(&cases, what, fn, &arg);
 }
 
 static int nofile(const void *n) { return case_nofile((int)*(const size_t *)n); }
