@@ -168,6 +168,46 @@ static unsigned char pattern_byte(unsigned seed, size_t i)
 	return (unsigned char)((seed * 131u + i * 7u + (i >> 8)) | 1u);
 }
 
+/*
+ * The DMA oracle around a READ_FIXED from fds[0] into @buf. Before: a pipe
+ * holding @len bytes of @byte(@seed, i), and the application's view
+ * cleared. After the read returned @ret: the pipe closed, a short or
+ * failed read fails the test, and whether the application sees every byte.
+ */
+static void oracle_fill(int fds[2], unsigned char (*byte)(unsigned, size_t),
+			unsigned seed, void *buf, size_t len)
+{
+	static unsigned char src[65536];
+
+	T_REQUIRE(len <= sizeof(src));
+	T_REQUIRE(pipe(fds) == 0);
+	fcntl(fds[0], F_SETPIPE_SZ, 1 << 17);
+	for (size_t i = 0; i < len; i++)
+		src[i] = byte(seed, i);
+	T_REQUIRE(write(fds[1], src, len) == (ssize_t)len);
+	/* The application's view starts with something else. */
+	memset(buf, 0, len);
+}
+
+static bool oracle_seen(int fds[2], int ret,
+			unsigned char (*byte)(unsigned, size_t), unsigned seed,
+			const void *buf, size_t len)
+{
+	const unsigned char *dst = buf;
+
+	close(fds[0]);
+	close(fds[1]);
+	if (ret != (int)len) {
+		fprintf(stderr, "READ_FIXED returned %d (%s), expected %zu\n",
+			ret, ret < 0 ? strerror(-ret) : "short", len);
+		exit(T_EXIT_FAIL);
+	}
+	for (size_t i = 0; i < len; i++)
+		if (dst[i] != byte(seed, i))
+			return false;
+	return true;
+}
+
 void t_die_with_parent(pid_t parent)
 {
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
@@ -177,25 +217,14 @@ void t_die_with_parent(pid_t parent)
 bool t_dma_visible(struct io_uring *ring, struct regcache_region *region,
 		   void *buf, size_t len, unsigned seed)
 {
-	static unsigned char src[65536];
 	struct io_uring_cqe *cqe;
 	struct io_uring_sqe *sqe;
-	unsigned char *dst = buf;
 	int fds[2], ret;
-	bool ok = true;
 
-	T_REQUIRE(len <= sizeof(src));
-	T_REQUIRE(pipe(fds) == 0);
-	fcntl(fds[0], F_SETPIPE_SZ, 1 << 17);
-	for (size_t i = 0; i < len; i++)
-		src[i] = pattern_byte(seed, i);
-	T_REQUIRE(write(fds[1], src, len) == (ssize_t)len);
-	/* The application's view starts with something else. */
-	memset(dst, 0, len);
-
+	oracle_fill(fds, pattern_byte, seed, buf, len);
 	sqe = io_uring_get_sqe(ring);
 	T_REQUIRE(sqe);
-	io_uring_prep_read_fixed(sqe, fds[0], dst, len, 0,
+	io_uring_prep_read_fixed(sqe, fds[0], buf, len, 0,
 				 regcache_region_buf_index(region));
 	T_REQUIRE(io_uring_submit(ring) == 1);
 	/* A signal handler may interrupt the wait (signal-storm). */
@@ -204,19 +233,7 @@ bool t_dma_visible(struct io_uring *ring, struct regcache_region *region,
 	T_REQUIRE(ret == 0);
 	ret = cqe->res;
 	io_uring_cqe_seen(ring, cqe);
-	close(fds[0]);
-	close(fds[1]);
-	if (ret != (int)len) {
-		fprintf(stderr, "READ_FIXED returned %d (%s), expected %zu\n",
-			ret, ret < 0 ? strerror(-ret) : "short", len);
-		exit(T_EXIT_FAIL);
-	}
-	for (size_t i = 0; i < len; i++)
-		if (dst[i] != pattern_byte(seed, i)) {
-			ok = false;
-			break;
-		}
-	return ok;
+	return oracle_seen(fds, ret, pattern_byte, seed, buf, len);
 }
 
 long t_vma_count(void)
@@ -496,21 +513,12 @@ unsigned char t_prep_byte(unsigned seed, size_t i)
 bool t_prep_read_visible(struct io_uring *ring, struct regcache *c, void *buf,
 			 size_t len, unsigned seed)
 {
-	static unsigned char src[65536];
 	struct regcache_region *r = NULL;
 	struct io_uring_cqe *cqe;
 	struct io_uring_sqe *sqe;
-	unsigned char *dst = buf;
 	int fds[2], ret;
 
-	T_REQUIRE(len <= sizeof(src));
-	T_REQUIRE(pipe(fds) == 0);
-	fcntl(fds[0], F_SETPIPE_SZ, 1 << 17);
-	for (size_t i = 0; i < len; i++)
-		src[i] = t_prep_byte(seed, i);
-	T_REQUIRE(write(fds[1], src, len) == (ssize_t)len);
-	memset(dst, 0, len);
-
+	oracle_fill(fds, t_prep_byte, seed, buf, len);
 	sqe = io_uring_get_sqe(ring);
 	T_REQUIRE(sqe);
 	ret = regcache_uring_prep_read_fixed(c, sqe, fds[0], buf,
@@ -527,17 +535,7 @@ bool t_prep_read_visible(struct io_uring *ring, struct regcache *c, void *buf,
 	r = io_uring_cqe_get_data(cqe);
 	io_uring_cqe_seen(ring, cqe);
 	regcache_put(c, r);
-	close(fds[0]);
-	close(fds[1]);
-	if (ret != (int)len) {
-		fprintf(stderr, "READ_FIXED returned %d (%s), expected %zu\n",
-			ret, ret < 0 ? strerror(-ret) : "short", len);
-		exit(T_EXIT_FAIL);
-	}
-	for (size_t i = 0; i < len; i++)
-		if (dst[i] != t_prep_byte(seed, i))
-			return false;
-	return true;
+	return oracle_seen(fds, ret, t_prep_byte, seed, buf, len);
 }
 
 /* A registrar that holds one registration in flight. */
@@ -597,6 +595,19 @@ void t_pending_release(void)
 	pthread_mutex_unlock(&pending_m);
 }
 
+/* The start of the file at @path as a string; empty if it cannot be read. */
+static void read_text(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f) {
+		n = fread(buf, 1, size - 1, f);
+		fclose(f);
+	}
+	buf[n] = 0;
+}
+
 /* Where each thread of a hung child sleeps, for the report. */
 static void print_wchans(pid_t pid)
 {
@@ -609,29 +620,14 @@ static void print_wchans(pid_t pid)
 	if (!dir)
 		return;
 	while ((e = readdir(dir))) {
-		FILE *f;
-		size_t n = 0;
-
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/wchan",
 			 (int)pid, e->d_name);
-		f = fopen(path, "r");
-		wchan[0] = 0;
-		if (f) {
-			n = fread(wchan, 1, sizeof(wchan) - 1, f);
-			wchan[n] = 0;
-			fclose(f);
-		}
+		read_text(path, wchan, sizeof(wchan));
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat",
 			 (int)pid, e->d_name);
-		f = fopen(path, "r");
-		state[0] = 0;
-		if (f) {
-			n = fread(state, 1, sizeof(state) - 1, f);
-			state[n] = 0;
-			fclose(f);
-		}
+		read_text(path, state, sizeof(state));
 		fprintf(stderr, "    thread %s: %.40s ... sleeping in %s\n",
 			e->d_name, state, wchan);
 	}
