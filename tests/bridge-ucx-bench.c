@@ -20,44 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <ucm/api/ucm.h>
-#include <ucs/memory/rcache.h>
-
-#include "helpers.h"
+#include "bridge_ucx_rcache.h"
 
 static struct t_registrar treg;
 static ucs_rcache_t *rcache;
-
-struct region {
-	ucs_rcache_region_t super;
-	void *handle;
-};
-
-static ucs_status_t mem_reg(void *ctx, ucs_rcache_t *rc, void *arg,
-			    ucs_rcache_region_t *r, uint16_t flags)
-{
-	(void)ctx, (void)rc, (void)arg, (void)flags;
-	return t_registrar_ops.reg(&treg, (void *)r->super.start,
-				   r->super.end - r->super.start, 0,
-				   &((struct region *)r)->handle) ?
-		       UCS_ERR_IO_ERROR : UCS_OK;
-}
-
-static void mem_dereg(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *r)
-{
-	(void)ctx, (void)rc;
-	t_registrar_ops.dereg(&treg, ((struct region *)r)->handle);
-}
-
-static void dump(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *r,
-		 char *buf, size_t max)
-{
-	(void)ctx, (void)rc, (void)r;
-	if (max)
-		buf[0] = 0;
-}
-
-static const ucs_rcache_ops_t ops = { mem_reg, mem_dereg, dump };
 
 typedef ucs_status_t get_fn(ucs_rcache_t *, void *, size_t, int, void *,
 			    ucs_rcache_region_t **);
@@ -185,23 +151,14 @@ static int bench_window(void)
 
 int main(int argc, char **argv)
 {
-	ucs_rcache_params_t p = { 0 };
 	struct regcache *c;
 	int ret;
 
 	t_registrar_init(&treg, 4096);
 	c = t_registrar_cache(&treg, 0, 0, 0);
 	t_monitor_require();
-	p.region_struct_size = sizeof(struct region);
-	p.alignment = 4096;
-	p.max_alignment = 4096;
-	p.ucm_events = UCM_EVENT_VM_UNMAPPED;
-	p.ucm_event_priority = 1000;
-	p.ops = &ops;
-	p.max_regions = 1024;
-	p.max_size = SIZE_MAX;
-	p.max_unreleased = SIZE_MAX;
-	T_REQUIRE(ucs_rcache_create(&p, "bridge-bench", NULL, &rcache) == UCS_OK);
+	rcache = b_ucx_rcache_create(&treg, "bridge-bench");
+	T_REQUIRE(rcache);
 	ret = argc > 1 && !strcmp(argv[1], "window") ? bench_window() : bench_hit();
 	ucs_rcache_destroy(rcache);
 	regcache_destroy(c);

@@ -21,43 +21,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <ucm/api/ucm.h>
-#include <ucs/memory/rcache.h>
-
 #include "bridge_oracle.h"
+#include "bridge_ucx_rcache.h"
 
 static ucs_rcache_t *rcache;
-
-struct region {
-	ucs_rcache_region_t super;
-	void *handle;
-};
-
-static ucs_status_t mem_reg(void *ctx, ucs_rcache_t *rc, void *arg,
-			    ucs_rcache_region_t *r, uint16_t flags)
-{
-	(void)ctx, (void)rc, (void)arg, (void)flags;
-	return t_registrar_ops.reg(&b_reg, (void *)r->super.start,
-				   r->super.end - r->super.start, 0,
-				   &((struct region *)r)->handle) ?
-		       UCS_ERR_IO_ERROR : UCS_OK;
-}
-
-static void mem_dereg(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *r)
-{
-	(void)ctx, (void)rc;
-	t_registrar_ops.dereg(&b_reg, ((struct region *)r)->handle);
-}
-
-static void dump(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *r,
-		 char *buf, size_t max)
-{
-	(void)ctx, (void)rc, (void)r;
-	if (max)
-		buf[0] = 0;
-}
-
-static const ucs_rcache_ops_t ops = { mem_reg, mem_dereg, dump };
 
 static int ucx_get(void *buf, size_t len, void **entry, void **handle)
 {
@@ -67,7 +34,7 @@ static int ucx_get(void *buf, size_t len, void **entry, void **handle)
 			   &r) != UCS_OK)
 		return -EFAULT;
 	*entry = r;
-	*handle = ((struct region *)r)->handle;
+	*handle = ((struct b_ucx_region *)r)->handle;
 	return 0;
 }
 
@@ -83,10 +50,8 @@ int main(int argc, char **argv)
 	long (*forwarded)(void) =
 		(long (*)(void))dlsym(RTLD_DEFAULT, "regcache_ucx_bridge_forwarded");
 	bool expect_stale = argc > 1 && !strcmp(argv[1], "stale");
-	ucs_rcache_params_t p = { 0 };
 	struct regcache *c;
 	unsigned long stale = 0, race_stale, checked;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	bool bridged;
 
 	t_registrar_init(&b_reg, 4096);
@@ -95,17 +60,8 @@ int main(int argc, char **argv)
 	c = t_registrar_cache(&b_reg, 0, 0, 0);
 	if (!expect_stale)
 		t_monitor_require();
-	p.region_struct_size = sizeof(struct region);
-	p.alignment = page;
-	p.max_alignment = page;
-	p.ucm_events = UCM_EVENT_VM_UNMAPPED;	/* as uct's IB md in 1.13 */
-	p.ucm_event_priority = 1000;
-	p.ops = &ops;
-	p.context = NULL;
-	p.max_regions = 1024;
-	p.max_size = SIZE_MAX;
-	p.max_unreleased = SIZE_MAX;
-	if (ucs_rcache_create(&p, "bridge-ucx", NULL, &rcache) != UCS_OK) {
+	rcache = b_ucx_rcache_create(&b_reg, "bridge-ucx");
+	if (!rcache) {
 		fprintf(stderr, "ucs_rcache_create failed: UCX has neither its "
 			"hooks nor an external event source\n");
 		return T_EXIT_FAIL;

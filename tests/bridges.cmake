@@ -10,7 +10,8 @@ regcache_add_test(NAME bridge-subscriber SOURCES bridge-subscriber.c
 
 # UCX: found by tools/ucx.cmake (cache variables).
 if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
-  regcache_add_test(NAME bridge-ucx SOURCES bridge-ucx.c bridge_oracle.c
+  regcache_add_test(NAME bridge-ucx
+    SOURCES bridge-ucx.c bridge_oracle.c bridge_ucx_rcache.c
     LIBS ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} Threads::Threads ${CMAKE_DL_LIBS}
     LABELS bridge ucx ARGS stale)
   target_include_directories(bridge-ucx PRIVATE ${TOOLS_UCX_INCLUDE})
@@ -27,7 +28,8 @@ if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
     TIMEOUT 120 LABELS "bridge;ucx")
   # Numbers, not a property (docs/bridges.md): the hit path with and
   # without the bridge in one run; the forwarding thread's window.
-  regcache_add_test(NAME bridge-ucx-bench SOURCES bridge-ucx-bench.c
+  regcache_add_test(NAME bridge-ucx-bench
+    SOURCES bridge-ucx-bench.c bridge_ucx_rcache.c
     LIBS ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} ${CMAKE_DL_LIBS} LABELS bench ARGS hit)
   target_include_directories(bridge-ucx-bench PRIVATE ${TOOLS_UCX_INCLUDE})
   set_tests_properties(bridge-ucx-bench PROPERTIES
@@ -54,21 +56,11 @@ endif()
 
 # libfabric: Debian's static libfabric.a exports its MR cache functions, so
 # the test links the real 1.17 cache and imports through the public API.
-find_library(REGCACHE_FABRIC_STATIC NAMES libfabric.a)
-pkg_check_modules(TEST_FABRIC QUIET libfabric)
-# Its dependencies (pkg-config --static libfabric); Debian ships some of
-# them without the -dev symlink.
-set(fabric_deps "")
-foreach(dep psm_infinipath:1 psm2:2 rdmacm:1 ibverbs:1 efa:1)
-  string(REPLACE ":" ";" dep ${dep})
-  list(GET dep 0 name)
-  list(GET dep 1 so)
-  find_library(REGCACHE_FABRIC_DEP_${name} NAMES ${name} lib${name}.so.${so})
-  list(APPEND fabric_deps ${REGCACHE_FABRIC_DEP_${name}})
-endforeach()
-if(TARGET regcache-fabric AND REGCACHE_FABRIC_STATIC AND TEST_FABRIC_VERSION VERSION_EQUAL 1.17.0)
+include(${PROJECT_SOURCE_DIR}/cmake/fabric-static.cmake)
+regcache_find_static_fabric(TEST_FABRIC)
+if(TARGET regcache-fabric AND TEST_FABRIC_FOUND)
   regcache_add_test(NAME bridge-fabric SOURCES bridge-fabric.c bridge_oracle.c
-    LIBS regcache-fabric ${REGCACHE_FABRIC_STATIC} ${fabric_deps}
+    LIBS regcache-fabric ${TEST_FABRIC_STATIC_LIBS}
          atomic Threads::Threads ${CMAKE_DL_LIBS}
     LABELS bridge fabric ARGS memhooks ENV REGCACHE_FABRIC_IMPORT=0)
   # fi_open must be visible to the bridge's dlsym(RTLD_DEFAULT).

@@ -20,33 +20,6 @@
 #define LEN 16384
 
 static struct t_registrar t;
-static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static int stage;	/* 1: W pinned; 2: go on */
-static _Atomic int block_next;
-
-static int slow_reg(void *ctx, void *addr, size_t len, unsigned access,
-		    void **handle)
-{
-	int ret = t_registrar_ops.reg(ctx, addr, len, access, handle);
-
-	if (atomic_exchange(&block_next, 0)) {
-		pthread_mutex_lock(&m);
-		stage = 1;
-		pthread_cond_broadcast(&cv);
-		while (stage != 2)
-			pthread_cond_wait(&cv, &m);
-		pthread_mutex_unlock(&m);
-	}
-	return ret;
-}
-
-static void slow_dereg(void *ctx, void *handle)
-{
-	t_registrar_ops.dereg(ctx, handle);
-}
-
-static const struct regcache_ops ops = { .reg = slow_reg, .dereg = slow_dereg };
 static struct regcache *c;
 static char *buf;
 
@@ -65,7 +38,7 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	struct regcache_params p = {
-		.ops = &ops, .ctx = &t,
+		.ops = &t_pending_ops, .ctx = &t,
 		.flags = REGCACHE_FLAG_EXPLICIT_INVALIDATE,
 	};
 	struct regcache_region *r;
@@ -82,12 +55,9 @@ int main(int argc, char **argv)
 	buf = t_map(LEN);
 	memset(buf, 1, LEN);
 
-	atomic_store(&block_next, 1);
+	t_pending_arm();
 	T_REQUIRE(pthread_create(&th, NULL, worker, NULL) == 0);
-	pthread_mutex_lock(&m);
-	while (stage != 1)
-		pthread_cond_wait(&cv, &m);
-	pthread_mutex_unlock(&m);
+	t_pending_wait();
 
 	/* W has pinned the old pages. The application keeps its promise. */
 	if (flush)
@@ -99,10 +69,7 @@ int main(int argc, char **argv)
 	T_REQUIRE(q == buf);
 	memset(buf, 2, LEN);
 
-	pthread_mutex_lock(&m);
-	stage = 2;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&m);
+	t_pending_release();
 	T_REQUIRE(pthread_join(th, NULL) == 0);
 
 	T_EXPECT_EQ(0, regcache_get(c, buf, LEN, 0, &r));

@@ -25,34 +25,8 @@ struct decoy {
 static struct decoy decoy __attribute__((aligned(64)));
 
 static struct t_registrar t;
-static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static int stage;
 static struct regcache *c;
 static char *buf;
-
-static int slow_reg(void *ctx, void *addr, size_t len, unsigned access,
-		    void **handle)
-{
-	int ret = t_registrar_ops.reg(ctx, addr, len, access, handle);
-
-	pthread_mutex_lock(&m);
-	if (stage == 0) {
-		stage = 1;
-		pthread_cond_broadcast(&cv);
-		while (stage != 2)
-			pthread_cond_wait(&cv, &m);
-	}
-	pthread_mutex_unlock(&m);
-	return ret;
-}
-
-static void slow_dereg(void *ctx, void *handle)
-{
-	t_registrar_ops.dereg(ctx, handle);
-}
-
-static const struct regcache_ops ops = { .reg = slow_reg, .dereg = slow_dereg };
 
 static void *worker(void *arg)
 {
@@ -105,7 +79,7 @@ static int child(void)
 int main(void)
 {
 	struct regcache_params p = {
-		.ops = &ops, .ctx = &t,
+		.ops = &t_pending_ops, .ctx = &t,
 		.flags = REGCACHE_FLAG_EXPLICIT_INVALIDATE,
 	};
 	pthread_t th;
@@ -121,21 +95,16 @@ int main(void)
 	T_REQUIRE(regcache_create(&p, &c) == 0);
 	buf = t_map(LEN);
 	memset(buf, 1, LEN);
+	t_pending_arm();
 	T_REQUIRE(pthread_create(&th, NULL, worker, NULL) == 0);
-	pthread_mutex_lock(&m);
-	while (stage != 1)
-		pthread_cond_wait(&cv, &m);
-	pthread_mutex_unlock(&m);
+	t_pending_wait();
 
 	pid = fork();	/* W is inside ops->reg: no cache lock is held */
 	T_REQUIRE(pid >= 0);
 	if (pid == 0)
 		_exit(child());
 
-	pthread_mutex_lock(&m);
-	stage = 2;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&m);
+	t_pending_release();
 	T_REQUIRE(pthread_join(th, NULL) == 0);
 	T_REQUIRE(waitpid(pid, &status, 0) == pid);
 	if (WIFSIGNALED(status))

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
 
 #include "helpers.h"
 
@@ -165,6 +168,46 @@ static unsigned char pattern_byte(unsigned seed, size_t i)
 	return (unsigned char)((seed * 131u + i * 7u + (i >> 8)) | 1u);
 }
 
+/*
+ * The DMA oracle around a READ_FIXED from fds[0] into @buf. Before: a pipe
+ * holding @len bytes of @byte(@seed, i), and the application's view
+ * cleared. After the read returned @ret: the pipe closed, a short or
+ * failed read fails the test, and whether the application sees every byte.
+ */
+static void oracle_fill(int fds[2], unsigned char (*byte)(unsigned, size_t),
+			unsigned seed, void *buf, size_t len)
+{
+	static unsigned char src[65536];
+
+	T_REQUIRE(len <= sizeof(src));
+	T_REQUIRE(pipe(fds) == 0);
+	fcntl(fds[0], F_SETPIPE_SZ, 1 << 17);
+	for (size_t i = 0; i < len; i++)
+		src[i] = byte(seed, i);
+	T_REQUIRE(write(fds[1], src, len) == (ssize_t)len);
+	/* The application's view starts with something else. */
+	memset(buf, 0, len);
+}
+
+static bool oracle_seen(int fds[2], int ret,
+			unsigned char (*byte)(unsigned, size_t), unsigned seed,
+			const void *buf, size_t len)
+{
+	const unsigned char *dst = buf;
+
+	close(fds[0]);
+	close(fds[1]);
+	if (ret != (int)len) {
+		fprintf(stderr, "READ_FIXED returned %d (%s), expected %zu\n",
+			ret, ret < 0 ? strerror(-ret) : "short", len);
+		exit(T_EXIT_FAIL);
+	}
+	for (size_t i = 0; i < len; i++)
+		if (dst[i] != byte(seed, i))
+			return false;
+	return true;
+}
+
 void t_die_with_parent(pid_t parent)
 {
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
@@ -174,25 +217,14 @@ void t_die_with_parent(pid_t parent)
 bool t_dma_visible(struct io_uring *ring, struct regcache_region *region,
 		   void *buf, size_t len, unsigned seed)
 {
-	static unsigned char src[65536];
 	struct io_uring_cqe *cqe;
 	struct io_uring_sqe *sqe;
-	unsigned char *dst = buf;
 	int fds[2], ret;
-	bool ok = true;
 
-	T_REQUIRE(len <= sizeof(src));
-	T_REQUIRE(pipe(fds) == 0);
-	fcntl(fds[0], F_SETPIPE_SZ, 1 << 17);
-	for (size_t i = 0; i < len; i++)
-		src[i] = pattern_byte(seed, i);
-	T_REQUIRE(write(fds[1], src, len) == (ssize_t)len);
-	/* The application's view starts with something else. */
-	memset(dst, 0, len);
-
+	oracle_fill(fds, pattern_byte, seed, buf, len);
 	sqe = io_uring_get_sqe(ring);
 	T_REQUIRE(sqe);
-	io_uring_prep_read_fixed(sqe, fds[0], dst, len, 0,
+	io_uring_prep_read_fixed(sqe, fds[0], buf, len, 0,
 				 regcache_region_buf_index(region));
 	T_REQUIRE(io_uring_submit(ring) == 1);
 	/* A signal handler may interrupt the wait (signal-storm). */
@@ -201,19 +233,7 @@ bool t_dma_visible(struct io_uring *ring, struct regcache_region *region,
 	T_REQUIRE(ret == 0);
 	ret = cqe->res;
 	io_uring_cqe_seen(ring, cqe);
-	close(fds[0]);
-	close(fds[1]);
-	if (ret != (int)len) {
-		fprintf(stderr, "READ_FIXED returned %d (%s), expected %zu\n",
-			ret, ret < 0 ? strerror(-ret) : "short", len);
-		exit(T_EXIT_FAIL);
-	}
-	for (size_t i = 0; i < len; i++)
-		if (dst[i] != pattern_byte(seed, i)) {
-			ok = false;
-			break;
-		}
-	return ok;
+	return oracle_seen(fds, ret, pattern_byte, seed, buf, len);
 }
 
 long t_vma_count(void)
@@ -236,6 +256,37 @@ void *t_map(size_t len)
 
 	T_REQUIRE(p != MAP_FAILED);
 	return p;
+}
+
+double t_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+unsigned t_rnd(unsigned *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+double t_arg_seconds(int argc, char **argv, double dflt)
+{
+	double seconds = dflt;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
+			seconds = atof(argv[++i]);
+		} else {
+			fprintf(stderr, "usage: %s [--seconds S]\n", argv[0]);
+			exit(2);
+		}
+	}
+	return seconds;
 }
 
 static int t_reg(void *ctx, void *addr, size_t len, unsigned access,
@@ -462,21 +513,12 @@ unsigned char t_prep_byte(unsigned seed, size_t i)
 bool t_prep_read_visible(struct io_uring *ring, struct regcache *c, void *buf,
 			 size_t len, unsigned seed)
 {
-	static unsigned char src[65536];
 	struct regcache_region *r = NULL;
 	struct io_uring_cqe *cqe;
 	struct io_uring_sqe *sqe;
-	unsigned char *dst = buf;
 	int fds[2], ret;
 
-	T_REQUIRE(len <= sizeof(src));
-	T_REQUIRE(pipe(fds) == 0);
-	fcntl(fds[0], F_SETPIPE_SZ, 1 << 17);
-	for (size_t i = 0; i < len; i++)
-		src[i] = t_prep_byte(seed, i);
-	T_REQUIRE(write(fds[1], src, len) == (ssize_t)len);
-	memset(dst, 0, len);
-
+	oracle_fill(fds, t_prep_byte, seed, buf, len);
 	sqe = io_uring_get_sqe(ring);
 	T_REQUIRE(sqe);
 	ret = regcache_uring_prep_read_fixed(c, sqe, fds[0], buf,
@@ -493,15 +535,159 @@ bool t_prep_read_visible(struct io_uring *ring, struct regcache *c, void *buf,
 	r = io_uring_cqe_get_data(cqe);
 	io_uring_cqe_seen(ring, cqe);
 	regcache_put(c, r);
-	close(fds[0]);
-	close(fds[1]);
-	if (ret != (int)len) {
-		fprintf(stderr, "READ_FIXED returned %d (%s), expected %zu\n",
-			ret, ret < 0 ? strerror(-ret) : "short", len);
-		exit(T_EXIT_FAIL);
+	return oracle_seen(fds, ret, t_prep_byte, seed, buf, len);
+}
+
+/* A registrar that holds one registration in flight. */
+static pthread_mutex_t pending_m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pending_cv = PTHREAD_COND_INITIALIZER;
+/* 1: the armed reg has pinned and waits; 2: it may return */
+static int pending_stage;
+static atomic_bool pending_armed;
+
+static int pending_reg(void *ctx, void *addr, size_t len, unsigned access,
+		       void **handle)
+{
+	int ret = t_registrar_ops.reg(ctx, addr, len, access, handle);
+
+	if (atomic_exchange(&pending_armed, false)) {
+		pthread_mutex_lock(&pending_m);
+		pending_stage = 1;
+		pthread_cond_broadcast(&pending_cv);
+		while (pending_stage != 2)
+			pthread_cond_wait(&pending_cv, &pending_m);
+		pthread_mutex_unlock(&pending_m);
 	}
-	for (size_t i = 0; i < len; i++)
-		if (dst[i] != t_prep_byte(seed, i))
-			return false;
-	return true;
+	return ret;
+}
+
+static void pending_dereg(void *ctx, void *handle)
+{
+	t_registrar_ops.dereg(ctx, handle);
+}
+
+const struct regcache_ops t_pending_ops = {
+	.reg = pending_reg,
+	.dereg = pending_dereg,
+};
+
+void t_pending_arm(void)
+{
+	pthread_mutex_lock(&pending_m);
+	pending_stage = 0;
+	pthread_mutex_unlock(&pending_m);
+	atomic_store(&pending_armed, true);
+}
+
+void t_pending_wait(void)
+{
+	pthread_mutex_lock(&pending_m);
+	while (pending_stage != 1)
+		pthread_cond_wait(&pending_cv, &pending_m);
+	pthread_mutex_unlock(&pending_m);
+}
+
+void t_pending_release(void)
+{
+	pthread_mutex_lock(&pending_m);
+	pending_stage = 2;
+	pthread_cond_broadcast(&pending_cv);
+	pthread_mutex_unlock(&pending_m);
+}
+
+/* The start of the file at @path as a string; empty if it cannot be read. */
+static void read_text(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f) {
+		n = fread(buf, 1, size - 1, f);
+		fclose(f);
+	}
+	buf[n] = 0;
+}
+
+/* Where each thread of a hung child sleeps, for the report. */
+static void print_wchans(pid_t pid)
+{
+	char path[384], wchan[128], state[512];
+	struct dirent *e;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((e = readdir(dir))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/wchan",
+			 (int)pid, e->d_name);
+		read_text(path, wchan, sizeof(wchan));
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat",
+			 (int)pid, e->d_name);
+		read_text(path, state, sizeof(state));
+		fprintf(stderr, "    thread %s: %.40s ... sleeping in %s\n",
+			e->d_name, state, wchan);
+	}
+	closedir(dir);
+}
+
+void t_child_case(struct t_child_cases *k, const char *what,
+		  int (*fn)(const void *arg), const void *arg)
+{
+	double t0 = t_now();
+	int status = 0;
+	pid_t pid, parent = getpid();
+
+	fflush(stdout);
+	pid = fork();
+	T_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		int rc;
+
+		t_die_with_parent(parent);
+		rc = fn(arg);
+
+		fflush(stdout);
+		fflush(stderr);
+		/* _exit: no atexit work (sanitizer reports open files) under
+		 * a filter or a limit */
+		_exit(rc);
+	}
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (t_now() - t0 > T_CASE_SECONDS) {
+			print_wchans(pid);
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			fprintf(stderr, "  HANG: %s: no exit after %d s, killed\n",
+				what, T_CASE_SECONDS);
+			status = T_EXIT_FAIL << 8;
+			break;
+		}
+		usleep(10000);
+	}
+	if (WIFSIGNALED(status)) {
+		fprintf(stderr, "  CRASH: %s: signal %d\n", what,
+			WTERMSIG(status));
+		k->failed++;
+	} else if (WEXITSTATUS(status) == T_EXIT_SKIP) {
+		k->skipped++;
+	} else if (WEXITSTATUS(status) == T_EXIT_PASS) {
+		printf("  ok (%.1f s)\n", t_now() - t0);
+		k->passed++;
+	} else {
+		fprintf(stderr, "  FAIL: %s\n", what);
+		k->failed++;
+	}
+}
+
+int t_child_cases_status(const struct t_child_cases *k)
+{
+	printf("%d passed, %d failed, %d skipped\n", k->passed, k->failed,
+	       k->skipped);
+	if (k->failed)
+		return T_EXIT_FAIL;
+	return k->passed ? T_EXIT_PASS : T_EXIT_SKIP;
 }

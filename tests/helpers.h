@@ -73,6 +73,10 @@ static inline int t_exit_status(void)
 #define T_SECONDS(s) ((double)(s))
 #endif
 
+/* A timed stress run's only argument, [--seconds S]: S, or @dflt without
+ * it. Anything else prints the usage and exits 2. */
+double t_arg_seconds(int argc, char **argv, double dflt);
+
 /*
  * The monitor under test. CTest registers a scenario once per monitor
  * (regcache_add_test(... MONITORS bpf userfaultfd ...)) and sets
@@ -143,6 +147,13 @@ long t_vma_count(void);
 
 /* Page-aligned anonymous mapping; exits FAIL on error. */
 void *t_map(size_t len);
+
+/* Seconds on CLOCK_MONOTONIC: for deadlines and elapsed times. */
+double t_now(void);
+
+/* The next number of the xorshift32 sequence in *@s (a nonzero seed stays
+ * nonzero): cheap, reproducible randomness for stress tests. */
+unsigned t_rnd(unsigned *s);
 
 /*
  * A tracking registrar: real io_uring fixed buffers (pages really pinned)
@@ -221,10 +232,48 @@ void t_passthrough_case(struct io_uring *ring, struct regcache *c, char *buf,
 			size_t len, void (*change)(void *), void *arg,
 			const char *what);
 
+/*
+ * Fault-injection cases (a seccomp filter, a resource limit), each in a
+ * child of its own, so that what a case installs dies with it and a hang
+ * fails the test instead of hanging CI.
+ */
+#ifdef REGCACHE_SANITIZE
+#define T_CASE_SECONDS 60
+#else
+#define T_CASE_SECONDS 20
+#endif
+struct t_child_cases {
+	int passed, failed, skipped;
+};
+/*
+ * Run @fn(@arg) in a forked child (which dies with this process) and count
+ * its exit status in @k: 0 passes ("  ok" and the time), 77 skips, a signal
+ * is a CRASH, anything else a FAIL. A child still running after
+ * T_CASE_SECONDS is a HANG: where each of its threads sleeps is printed,
+ * then it is killed. @what names the case in those lines.
+ */
+void t_child_case(struct t_child_cases *k, const char *what,
+		  int (*fn)(const void *arg), const void *arg);
+/* Print the counts; FAIL if a case failed, SKIP if none passed. */
+int t_child_cases_status(const struct t_child_cases *k);
+
 /* (seccomp.c) from now on, system call @nr fails with @err (ENOSYS, EPERM,
  * ...) in every thread of the process (x86_64 calls; others allowed).
  * Returns 0 or -errno. */
 int t_seccomp_deny(long nr, int err);
+
+/*
+ * A registrar that stops one registration in flight: as
+ * t_registrar_ops (ctx is a struct t_registrar), except that the first reg
+ * after t_pending_arm() pins the pages and then waits inside ops->reg (not
+ * yet in the cache, no cache lock held) until t_pending_release().
+ * t_pending_wait() returns once that registration waits. One at a time per
+ * process.
+ */
+extern const struct regcache_ops t_pending_ops;
+void t_pending_arm(void);
+void t_pending_wait(void);
+void t_pending_release(void);
 
 /* (churn.c) get [buf, buf+len), DMA-check it, put; a failed get or a stale
  * byte is reported and counted in t_failures (returns false). */

@@ -43,22 +43,6 @@
 static const char *want;	/* REGCACHE_MONITOR */
 static bool privileged;
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static unsigned rnd(unsigned *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 17;
-	*s ^= *s << 5;
-	return *s;
-}
-
 /* ---- the victim ---- */
 
 /* Create caches, pin BIG, then get/put/munmap small buffers with DMA
@@ -80,7 +64,7 @@ static void victim(int fd, unsigned seed)
 	if (regcache_get(c, big, BIG, 0, &big_r))
 		big_r = NULL;
 	for (;;) {
-		size_t len = 4096 * (1 + rnd(&seed) % (SMALL_MAX / 4096));
+		size_t len = 4096 * (1 + t_rnd(&seed) % (SMALL_MAX / 4096));
 		char *buf = t_map(len);
 		struct regcache_region *r;
 
@@ -89,10 +73,10 @@ static void victim(int fd, unsigned seed)
 				break;
 			if (!t_dma_visible(&ring, r, buf,
 					   len > 65536 ? 65536 : len,
-					   rnd(&seed)))
+					   t_rnd(&seed)))
 				(void)!write(fd, "S", 1);
 			regcache_put(c, r);
-			if (rnd(&seed) % 2) {
+			if (t_rnd(&seed) % 2) {
 				munmap(buf, len);
 				buf = t_map(len);
 			}
@@ -163,7 +147,7 @@ static bool prog_exists(__u32 id)
  * (programs are freed after an RCU grace period). */
 static unsigned progs_left(unsigned from, double seconds)
 {
-	double t0 = now();
+	double t0 = t_now();
 	unsigned left;
 
 	do {
@@ -173,7 +157,7 @@ static unsigned progs_left(unsigned from, double seconds)
 		if (!left)
 			break;
 		usleep(20000);
-	} while (now() - t0 < seconds);
+	} while (t_now() - t0 < seconds);
 	return left;
 }
 
@@ -182,14 +166,14 @@ static unsigned progs_left(unsigned from, double seconds)
 static bool stop_victim(pid_t pid)
 {
 	char wchan[8];
-	double t0 = now();
+	double t0 = t_now();
 
 	kill(pid, SIGSTOP);
 	do {
 		if (proc_state(pid, wchan, sizeof(wchan)) == 'T')
 			return true;
 		usleep(1000);
-	} while (now() - t0 < 1);
+	} while (t_now() - t0 < 1);
 	return false;
 }
 
@@ -221,7 +205,7 @@ static char proc_state(pid_t pid, char *wchan, size_t len)
  * false (the pid is left to the caller). */
 static bool reaped(pid_t pid, double seconds, const char *what)
 {
-	double t0 = now();
+	double t0 = t_now();
 	char wchan[128];
 	int status;
 
@@ -229,7 +213,7 @@ static bool reaped(pid_t pid, double seconds, const char *what)
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			return true;
 		usleep(1000);
-	} while (now() - t0 < seconds);
+	} while (t_now() - t0 < seconds);
 	fprintf(stderr, "kill-cycle: %s: pid %d not reaped after %.1f s, "
 		"state %c, wchan %s\n", what, (int)pid, seconds,
 		proc_state(pid, wchan, sizeof(wchan)), wchan);
@@ -283,7 +267,7 @@ static int fresh_check_child(void)
  * data (4), for at most @seconds; returns its last status. */
 static int fresh_status(double seconds)
 {
-	double t0 = now();
+	double t0 = t_now();
 	int ret;
 
 	do {
@@ -300,7 +284,7 @@ static int fresh_status(double seconds)
 		if (ret == 0 || ret == 4)
 			return ret;
 		usleep(50000);
-	} while (now() - t0 < seconds);
+	} while (t_now() - t0 < seconds);
 	return ret;
 }
 
@@ -430,21 +414,14 @@ static void control_leak(bool bpf, int n, int expect)
 
 int main(int argc, char **argv)
 {
-	double seconds = T_SECONDS(10), t0;
+	double seconds, t0;
 	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
 	unsigned long cycles = 0, early = 0, stale = 0, stuck = 0;
 	unsigned long attributed = 0;
 	bool bpf;
 	int ret;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
-			seconds = atof(argv[++i]);
-		} else {
-			fprintf(stderr, "usage: %s [--seconds S]\n", argv[0]);
-			return 2;
-		}
-	}
+	seconds = t_arg_seconds(argc, argv, T_SECONDS(10));
 	if (!seed)
 		seed = 1;
 	want = getenv("REGCACHE_MONITOR");
@@ -475,11 +452,11 @@ int main(int argc, char **argv)
 		control_leak(false, SLOTS_PER_USER, 2);
 	}
 
-	t0 = now();
-	while (now() - t0 < seconds) {
-		unsigned delay = rnd(&seed) % 80000;	/* us after fork */
+	t0 = t_now();
+	while (t_now() - t0 < seconds) {
+		unsigned delay = t_rnd(&seed) % 80000;	/* us after fork */
 		int fd;
-		pid_t pid = spawn_victim(rnd(&seed), &fd, false);
+		pid_t pid = spawn_victim(t_rnd(&seed), &fd, false);
 		char wchan[128];
 
 		usleep(delay);
@@ -487,7 +464,7 @@ int main(int argc, char **argv)
 			early++;
 		/* Every other kill: stopped first, so that the programs it
 		 * holds can be listed (and must be freed once it is dead). */
-		if (bpf && (rnd(&seed) & 1) && stop_victim(pid)) {
+		if (bpf && (t_rnd(&seed) & 1) && stop_victim(pid)) {
 			collect_prog_ids(pid);
 			attributed++;
 		}

@@ -6,31 +6,22 @@
  * library falls back or fails with a clear error: creating a cache, gets
  * and puts across munmap, MAP_FIXED, mremap and MADV_DONTNEED of the
  * buffer, DMA-checked (0 stale), a second cache, and regcache_destroy()
- * all return. Each case runs in a child that is killed after CASE_SECONDS,
- * so a hang fails the test instead of hanging CI.
+ * all return. Each case runs in a child that is killed after 20 s (60 s
+ * under a sanitizer), so a hang fails the test instead of hanging CI.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <signal.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
 
-#ifdef REGCACHE_SANITIZE
-#define CASE_SECONDS 60
-#else
-#define CASE_SECONDS 20
-#endif
 #define LEN 65536
 
 struct deny {
@@ -102,115 +93,35 @@ static int run_case(const struct deny *d, int err)
 	return t_exit_status();
 }
 
-/* Where each thread of a hung child sleeps, for the report. */
-static void print_wchans(pid_t pid)
+struct deny_case {
+	const struct deny *d;
+	int err;
+};
+
+static int deny_child(const void *arg)
 {
-	char path[384], wchan[128], state[512];
-	struct dirent *e;
-	DIR *dir;
+	const struct deny_case *k = arg;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	dir = opendir(path);
-	if (!dir)
-		return;
-	while ((e = readdir(dir))) {
-		FILE *f;
-		size_t n = 0;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/wchan",
-			 (int)pid, e->d_name);
-		f = fopen(path, "r");
-		wchan[0] = 0;
-		if (f) {
-			n = fread(wchan, 1, sizeof(wchan) - 1, f);
-			wchan[n] = 0;
-			fclose(f);
-		}
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat",
-			 (int)pid, e->d_name);
-		f = fopen(path, "r");
-		state[0] = 0;
-		if (f) {
-			n = fread(state, 1, sizeof(state) - 1, f);
-			state[n] = 0;
-			fclose(f);
-		}
-		fprintf(stderr, "    thread %s: %.40s ... sleeping in %s\n",
-			e->d_name, state, wchan);
-	}
-	closedir(dir);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return run_case(k->d, k->err);
 }
 
 int main(void)
 {
 	static const int errs[] = { EPERM, ENOSYS };
-	int passed = 0, skipped = 0, failed = 0;
+	struct t_child_cases k = { 0 };
 
 	for (size_t i = 0; i < sizeof(denies) / sizeof(denies[0]); i++)
 		for (size_t j = 0; j < 2; j++) {
-			const struct deny *d = &denies[i];
-			const char *what = errs[j] == EPERM ? "EPERM" : "ENOSYS";
-			double t0 = now();
-			int status = 0;
-			pid_t pid, parent = getpid();
+			const struct deny_case dc = { &denies[i], errs[j] };
+			const char *err = errs[j] == EPERM ? "EPERM" : "ENOSYS";
+			char what[64];
 
-			printf("deny %s with %s %s the first cache:\n", d->name,
-			       what, d->after ? "after" : "before");
-			fflush(stdout);
-			pid = fork();
-			T_REQUIRE(pid >= 0);
-			if (pid == 0) {
-				int rc;
-
-				t_die_with_parent(parent);
-				rc = run_case(d, errs[j]);
-
-				fflush(stdout);
-				fflush(stderr);
-				/* _exit: no atexit work (sanitizer reports
-				 * open files) under the filter */
-				_exit(rc);
-			}
-			while (waitpid(pid, &status, WNOHANG) == 0) {
-				if (now() - t0 > CASE_SECONDS) {
-					print_wchans(pid);
-					kill(pid, SIGKILL);
-					waitpid(pid, &status, 0);
-					fprintf(stderr, "  HANG: deny %s (%s): no "
-						"exit after %d s, killed\n",
-						d->name, what, CASE_SECONDS);
-					status = T_EXIT_FAIL << 8;
-					break;
-				}
-				usleep(10000);
-			}
-			if (WIFSIGNALED(status)) {
-				fprintf(stderr, "  CRASH: deny %s (%s): signal "
-					"%d\n", d->name, what, WTERMSIG(status));
-				failed++;
-			} else if (WEXITSTATUS(status) == T_EXIT_SKIP) {
-				skipped++;
-			} else if (WEXITSTATUS(status) == T_EXIT_PASS) {
-				printf("  ok (%.1f s)\n", now() - t0);
-				passed++;
-			} else {
-				fprintf(stderr, "  FAIL: deny %s (%s)\n",
-					d->name, what);
-				failed++;
-			}
+			printf("deny %s with %s %s the first cache:\n",
+			       denies[i].name, err,
+			       denies[i].after ? "after" : "before");
+			snprintf(what, sizeof(what), "deny %s (%s)",
+				 denies[i].name, err);
+			t_child_case(&k, what, deny_child, &dc);
 		}
-	printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
-	if (failed)
-		return T_EXIT_FAIL;
-	return passed ? T_EXIT_PASS : T_EXIT_SKIP;
+	return t_child_cases_status(&k);
 }

@@ -22,7 +22,6 @@
  */
 #include <signal.h>
 #include <stdatomic.h>
-#include <time.h>
 
 #include "helpers.h"
 
@@ -39,22 +38,6 @@ static atomic_ulong handled[2];
 static pthread_t workers[NWORKERS + 1];	/* + the control thread */
 static pthread_mutex_t dma_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t page;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static unsigned rnd(unsigned *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 17;
-	*s ^= *s << 5;
-	return *s;
-}
 
 static void on_usr1(int sig)
 {
@@ -91,12 +74,12 @@ static void *worker(void *arg)
 	t_ring_init(&ring);
 	c = t_uring_cache(&ring, 0, 0, 0);
 	for (int i = 0; i < NBUF; i++) {
-		len[i] = page * (1 + rnd(&seed) % MAXPAGES);
+		len[i] = page * (1 + t_rnd(&seed) % MAXPAGES);
 		buf[i] = t_map(len[i]);
 	}
 	while (!atomic_load(&stop)) {
-		int i = rnd(&seed) % NBUF;
-		size_t off = page * (rnd(&seed) % (len[i] / page));
+		int i = t_rnd(&seed) % NBUF;
+		size_t off = page * (t_rnd(&seed) % (len[i] / page));
 		size_t n = len[i] - off;
 		struct regcache_region *r;
 		int ret = regcache_get(c, buf[i] + off, n, 0, &r);
@@ -107,14 +90,14 @@ static void *worker(void *arg)
 					"%s\n", strerror(-ret));
 			continue;
 		}
-		if (!dma_check(&ring, r, buf[i] + off, n, rnd(&seed)))
+		if (!dma_check(&ring, r, buf[i] + off, n, t_rnd(&seed)))
 			atomic_fetch_add(&stale, 1);
 		regcache_put(c, r);
 		atomic_fetch_add(&checks, 1);
 		atomic_fetch_add(&heartbeat[id], 1);
-		if (rnd(&seed) % 4 == 0) {
+		if (t_rnd(&seed) % 4 == 0) {
 			/* New pages: elsewhere, or in place (MAP_FIXED). */
-			if (rnd(&seed) % 2) {
+			if (t_rnd(&seed) % 2) {
 				T_REQUIRE(munmap(buf[i], len[i]) == 0);
 				buf[i] = t_map(len[i]);
 			} else {
@@ -188,8 +171,8 @@ static void *storm(void *arg)
 
 	while (!atomic_load(&stop)) {
 		for (int i = 0; i < 64; i++) {
-			int sig = rnd(&seed) % 2 ? SIGUSR1 : SIGUSR2;
-			unsigned to = rnd(&seed) % (NWORKERS + 2);
+			int sig = t_rnd(&seed) % 2 ? SIGUSR1 : SIGUSR2;
+			unsigned to = t_rnd(&seed) % (NWORKERS + 2);
 
 			if (to == NWORKERS + 1)
 				kill(getpid(), sig);
@@ -209,7 +192,7 @@ static void *watchdog(void *arg)
 
 	(void)arg;
 	for (int i = 0; i <= NWORKERS; i++)
-		since[i] = now();
+		since[i] = t_now();
 	while (!atomic_load(&stop)) {
 		sleep(1);
 		for (int i = 0; i <= NWORKERS; i++) {
@@ -217,8 +200,8 @@ static void *watchdog(void *arg)
 
 			if (hb != last[i]) {
 				last[i] = hb;
-				since[i] = now();
-			} else if (now() - since[i] > HANG_SECONDS) {
+				since[i] = t_now();
+			} else if (t_now() - since[i] > HANG_SECONDS) {
 				fprintf(stderr, "signal-storm: HANG: thread %d "
 					"made no progress for %d s\n", i,
 					HANG_SECONDS);
@@ -232,20 +215,13 @@ static void *watchdog(void *arg)
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { 0 };
-	double seconds = T_SECONDS(10), t0, elapsed;
+	double seconds, t0, elapsed;
 	unsigned long sent = 0;
 	struct io_uring ring;
 	struct regcache *c;
 	pthread_t st, dog;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
-			seconds = atof(argv[++i]);
-		} else {
-			fprintf(stderr, "usage: %s [--seconds S]\n", argv[0]);
-			return 2;
-		}
-	}
+	seconds = t_arg_seconds(argc, argv, T_SECONDS(10));
 	page = sysconf(_SC_PAGESIZE);
 	/* The first cache starts the monitor before any signal flies. */
 	t_ring_init(&ring);
@@ -270,8 +246,8 @@ int main(int argc, char **argv)
 		  0);
 	T_REQUIRE(pthread_create(&dog, NULL, watchdog, NULL) == 0);
 	T_REQUIRE(pthread_create(&st, NULL, storm, &sent) == 0);
-	t0 = now();
-	while (now() - t0 < seconds)
+	t0 = t_now();
+	while (t_now() - t0 < seconds)
 		usleep(100000);
 	atomic_store(&stop, true);
 	pthread_join(st, NULL);
@@ -280,7 +256,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i <= NWORKERS; i++)
 		pthread_join(workers[i], NULL);
 	pthread_join(dog, NULL);
-	elapsed = now() - t0;
+	elapsed = t_now() - t0;
 	regcache_destroy(c);
 	io_uring_queue_exit(&ring);
 
