@@ -97,13 +97,6 @@ static atomic_ulong heartbeat[NCHECKERS + NMUTATORS + NMALLOCERS];
 static atomic_int stale_reports;
 static unsigned seed;
 
-static unsigned rnd(unsigned *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 17;
-	*s ^= *s << 5;
-	return *s;
-}
 
 static void error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void error(const char *fmt, ...)
@@ -126,9 +119,9 @@ static void error(const char *fmt, ...)
  * buffer's new owner races with the old one's. So under TSan every call
  * goes through libc (the other builds cover the raw ones). */
 #if defined(__SANITIZE_THREAD__)
-#define RAW(s) (rnd(s), false)
+#define RAW(s) (t_rnd(s), false)
 #else
-#define RAW(s) (rnd(s) & 1)
+#define RAW(s) (t_rnd(s) & 1)
 #endif
 
 /*
@@ -234,10 +227,10 @@ static void invalidate(const void *a, size_t len)
 
 static size_t rand_pages(unsigned *s)
 {
-	unsigned r = rnd(s) % 8;
+	unsigned r = t_rnd(s) % 8;
 
-	return (size_t)(r < 4 ? 1 + rnd(s) % 4 : r < 7 ? 1 + rnd(s) % 16
-						    : 1 + rnd(s) % MAX_PAGES) * page;
+	return (size_t)(r < 4 ? 1 + t_rnd(s) % 4 : r < 7 ? 1 + t_rnd(s) % 16
+						    : 1 + t_rnd(s) % MAX_PAGES) * page;
 }
 
 /* Split [a, a+len) into several VMAs of the same protection: MADV_DONTDUMP
@@ -296,7 +289,7 @@ static void slot_fill(struct slot *sl, unsigned *s)
 		break;
 	}
 	case K_MALLOC:
-		len = rnd(s) % 4 ? 16 + rnd(s) % 8192 : 32768 + rnd(s) % 262144;
+		len = t_rnd(s) % 4 ? 16 + t_rnd(s) % 8192 : 32768 + t_rnd(s) % 262144;
 		a = malloc(len);
 		T_REQUIRE(a);
 		break;
@@ -343,9 +336,9 @@ static void report_stale(struct slot *sl, int ci, struct regcache_region *r,
 /* One get + DMA check + put on a random part of a locked slot. */
 static void check_once(struct slot *sl, unsigned *s)
 {
-	int ci = rnd(s) % NCACHES;
-	size_t off = rnd(s) % sl->len;
-	size_t len = 1 + rnd(s) % (sl->len - off);
+	int ci = t_rnd(s) % NCACHES;
+	size_t off = t_rnd(s) % sl->len;
+	size_t len = 1 + t_rnd(s) % (sl->len - off);
 	struct regcache_region *r, *outer = NULL;
 	char *p = sl->addr + off;
 	bool ok;
@@ -354,7 +347,7 @@ static void check_once(struct slot *sl, unsigned *s)
 	if (len > DMA_MAX)
 		len = DMA_MAX;
 	/* Sometimes hold the whole buffer while checking a part of it. */
-	if (rnd(s) % 4 == 0) {
+	if (t_rnd(s) % 4 == 0) {
 		ret = regcache_get(caches[ci], sl->addr, sl->len, 0, &outer);
 		if (ret) {
 			error("regcache_get(%s buffer %p+%zu): %s",
@@ -371,7 +364,7 @@ static void check_once(struct slot *sl, unsigned *s)
 		return;
 	}
 	pthread_mutex_lock(&dma_lock);
-	ok = t_dma_visible(&rings[ci], r, p, len, rnd(s));
+	ok = t_dma_visible(&rings[ci], r, p, len, t_rnd(s));
 	pthread_mutex_unlock(&dma_lock);
 	atomic_fetch_add(&checks, 1);
 	if (!ok)
@@ -386,8 +379,8 @@ static void *checker(void *arg)
 	unsigned s = 0x9e3779b9u * (id + 1) ^ seed;
 
 	while (!atomic_load(&stop)) {
-		struct slot *sl = &slots[rnd(&s) % NSLOTS];
-		unsigned n = 1 + rnd(&s) % 4;
+		struct slot *sl = &slots[t_rnd(&s) % NSLOTS];
+		unsigned n = 1 + t_rnd(&s) % 4;
 
 		atomic_fetch_add(&heartbeat[id], 1);
 		if (pthread_mutex_trylock(&sl->lock))
@@ -395,8 +388,8 @@ static void *checker(void *arg)
 		for (unsigned i = 0; i < n; i++)
 			check_once(sl, &s);
 		pthread_mutex_unlock(&sl->lock);
-		if (rnd(&s) % 4096 == 0)
-			regcache_flush(caches[rnd(&s) % NCACHES]);
+		if (t_rnd(&s) % 4096 == 0)
+			regcache_flush(caches[t_rnd(&s) % NCACHES]);
 	}
 	return NULL;
 }
@@ -440,10 +433,10 @@ static void mremap_failed(struct slot *sl, unsigned *s, const char *what)
 static void page_part(struct slot *sl, unsigned *s, char **pa, size_t *plen)
 {
 	size_t npages = sl->len / page;
-	size_t first = rnd(s) % npages;
+	size_t first = t_rnd(s) % npages;
 
 	*pa = sl->addr + first * page;
-	*plen = (1 + rnd(s) % (npages - first)) * page;
+	*plen = (1 + t_rnd(s) % (npages - first)) * page;
 }
 
 static void change_remap(struct slot *sl, unsigned *s)
@@ -451,7 +444,7 @@ static void change_remap(struct slot *sl, unsigned *s)
 	size_t len = sl->len;
 	char *a = sl->addr;
 
-	switch (rnd(s) % 3) {
+	switch (t_rnd(s) % 3) {
 	case 0:	/* munmap, then a new buffer wherever the kernel puts it */
 		note(sl, "munmap+mmap");
 		slot_release(sl, s);
@@ -495,7 +488,7 @@ static void change_mremap(struct slot *sl, unsigned *s)
 {
 	size_t len = sl->len, nlen;
 	char *a = sl->addr, *to, *res;
-	unsigned op = rnd(s) % 4;
+	unsigned op = t_rnd(s) % 4;
 	int n;
 
 	if (sl->kind == K_MULTI && !multi_vma_move)
@@ -506,7 +499,7 @@ static void change_mremap(struct slot *sl, unsigned *s)
 	switch (op) {
 	case 0:	/* grow, moving if it must */
 		note(sl, "mremap-grow");
-		nlen = len + (1 + rnd(s) % 8) * page;
+		nlen = len + (1 + t_rnd(s) % 8) * page;
 		res = x_mremap(s, a, len, nlen, MREMAP_MAYMOVE, NULL);
 		if (res == MAP_FAILED) {
 			mremap_failed(sl, s, "grow");
@@ -522,7 +515,7 @@ static void change_mremap(struct slot *sl, unsigned *s)
 		if (len < 2 * page)
 			return;
 		note(sl, "mremap-shrink");
-		nlen = (1 + rnd(s) % (len / page - 1)) * page;
+		nlen = (1 + t_rnd(s) % (len / page - 1)) * page;
 		if (x_mremap(s, a, len, nlen, 0, NULL) != a)
 			mremap_failed(sl, s, "shrink");
 		else
@@ -567,7 +560,7 @@ static void change_mremap(struct slot *sl, unsigned *s)
 		return;
 	default: {	/* MREMAP_DONTUNMAP: keep either the moved pages or the
 			 * emptied old range */
-		bool keep_old = rnd(s) & 1;
+		bool keep_old = t_rnd(s) & 1;
 
 		if (sl->kind != K_ANON)
 			return;
@@ -596,7 +589,7 @@ static void change_madvise(struct slot *sl, unsigned *s)
 {
 	char *pa;
 	size_t plen;
-	unsigned op = rnd(s) % 4;
+	unsigned op = t_rnd(s) % 4;
 
 	page_part(sl, s, &pa, &plen);
 	invalidate(pa, plen);
@@ -636,7 +629,7 @@ static void change_madvise(struct slot *sl, unsigned *s)
 
 static void change_mprotect(struct slot *sl, unsigned *s)
 {
-	int prot = rnd(s) & 1 ? PROT_READ : PROT_NONE;
+	int prot = t_rnd(s) & 1 ? PROT_READ : PROT_NONE;
 
 	note(sl, prot ? "mprotect-RO+RW" : "mprotect-NONE+RW");
 	if (x_mprotect(s, sl->addr, sl->len, prot) ||
@@ -680,7 +673,7 @@ static void change_memfd(struct slot *sl, unsigned *s)
 	size_t plen;
 
 	page_part(sl, s, &pa, &plen);
-	if (rnd(s) & 1) {
+	if (t_rnd(s) & 1) {
 		note(sl, "memfd-punch-hole");
 		invalidate(pa, plen);
 		if (fallocate(sl->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
@@ -700,7 +693,7 @@ static void change_memfd(struct slot *sl, unsigned *s)
  * file is truncated, by this process or another one. */
 static void change_file(struct slot *sl, unsigned *s)
 {
-	unsigned op = rnd(s) % 3;
+	unsigned op = t_rnd(s) % 3;
 
 	if (op == 0) {
 		/* Written (private copies), and none of the file's pages in
@@ -742,12 +735,12 @@ static void change_file(struct slot *sl, unsigned *s)
 
 static void change_malloc(struct slot *sl, unsigned *s)
 {
-	if (rnd(s) & 1) {
+	if (t_rnd(s) & 1) {
 		note(sl, "free+malloc");
 		slot_release(sl, s);
 		slot_fill(sl, s);
 	} else {
-		size_t nlen = 16 + rnd(s) % (rnd(s) & 1 ? 8192 : 300000);
+		size_t nlen = 16 + t_rnd(s) % (t_rnd(s) & 1 ? 8192 : 300000);
 		char *p;
 
 		note(sl, "realloc");
@@ -762,7 +755,7 @@ static void change_malloc(struct slot *sl, unsigned *s)
 
 static void change(struct slot *sl, unsigned *s)
 {
-	unsigned op = rnd(s) % 10;
+	unsigned op = t_rnd(s) % 10;
 
 	if (sl->kind == K_MALLOC) {
 		change_malloc(sl, s);
@@ -819,7 +812,7 @@ static void *mutator(void *arg)
 	struct timespec pause = { 0, 20000 };
 
 	while (!atomic_load(&stop)) {
-		struct slot *sl = &slots[rnd(&s) % NSLOTS];
+		struct slot *sl = &slots[t_rnd(&s) % NSLOTS];
 
 		atomic_fetch_add(&heartbeat[id], 1);
 		pthread_mutex_lock(&sl->lock);
@@ -841,14 +834,14 @@ static void *mallocer(void *arg)
 	void *keep[128] = { 0 };
 
 	while (!atomic_load(&stop)) {
-		unsigned k = rnd(&s) % 128, r = rnd(&s) % 16;
-		size_t sz = r < 10 ? 16 + rnd(&s) % 1024
-			  : r < 14 ? 4096 + rnd(&s) % 60000
-			  : r < 15 ? 100000 + rnd(&s) % 400000
-				   : (1 + rnd(&s) % 4) << 20;
+		unsigned k = t_rnd(&s) % 128, r = t_rnd(&s) % 16;
+		size_t sz = r < 10 ? 16 + t_rnd(&s) % 1024
+			  : r < 14 ? 4096 + t_rnd(&s) % 60000
+			  : r < 15 ? 100000 + t_rnd(&s) % 400000
+				   : (1 + t_rnd(&s) % 4) << 20;
 
 		atomic_fetch_add(&heartbeat[id], 1);
-		if (keep[k] && rnd(&s) % 4 == 0) {
+		if (keep[k] && t_rnd(&s) % 4 == 0) {
 			void *p = realloc(keep[k], sz);
 
 			T_REQUIRE(p);
@@ -860,7 +853,7 @@ static void *mallocer(void *arg)
 		}
 		memset(keep[k], 1, sz < 8192 ? sz : 8192);
 		atomic_fetch_add(&mallocs, 1);
-		if (rnd(&s) % 2048 == 0)
+		if (t_rnd(&s) % 2048 == 0)
 			malloc_trim(0);
 	}
 	for (int k = 0; k < 128; k++)
@@ -894,14 +887,6 @@ static bool probe_guards(void)
 	return ok;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Any thread without progress for HANG_SECONDS, or a shutdown that takes
  * that long, fails the test instead of hanging CI. */
 static atomic_bool finished;
@@ -913,13 +898,13 @@ static void *watchdog(void *arg)
 
 	(void)arg;
 	for (int i = 0; i < NCHECKERS + NMUTATORS + NMALLOCERS; i++)
-		since[i] = now();
+		since[i] = t_now();
 	while (!atomic_load(&finished)) {
 		usleep(200000);
 		if (atomic_load(&stop)) {
 			if (!stop_at)
-				stop_at = now();
-			if (now() - stop_at > HANG_SECONDS)
+				stop_at = t_now();
+			if (t_now() - stop_at > HANG_SECONDS)
 				break;
 			continue;
 		}
@@ -928,8 +913,8 @@ static void *watchdog(void *arg)
 
 			if (hb != last[i]) {
 				last[i] = hb;
-				since[i] = now();
-			} else if (now() - since[i] > HANG_SECONDS) {
+				since[i] = t_now();
+			} else if (t_now() - since[i] > HANG_SECONDS) {
 				fprintf(stderr, "chaos: HANG: thread %d made no "
 					"progress for %d s\n", i, HANG_SECONDS);
 				_exit(T_EXIT_FAIL);
@@ -1012,7 +997,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	T_REQUIRE(pthread_create(&dog, NULL, watchdog, NULL) == 0);
-	t0 = now();
+	t0 = t_now();
 	for (int i = 0; i < NCHECKERS; i++, nt++)
 		T_REQUIRE(pthread_create(&th[nt], NULL, checker,
 					 (void *)(uintptr_t)nt) == 0);
@@ -1022,7 +1007,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < NMALLOCERS; i++, nt++)
 		T_REQUIRE(pthread_create(&th[nt], NULL, mallocer,
 					 (void *)(uintptr_t)nt) == 0);
-	while (now() - t0 < seconds && !atomic_load(&stop)) {
+	while (t_now() - t0 < seconds && !atomic_load(&stop)) {
 		usleep(100000);
 		if (mode != M_BLIND && atomic_load(&stale) > 100)
 			break;	/* enough evidence */
@@ -1030,7 +1015,7 @@ int main(int argc, char **argv)
 	atomic_store(&stop, true);
 	for (int i = 0; i < nt; i++)
 		pthread_join(th[i], NULL);
-	elapsed = now() - t0;
+	elapsed = t_now() - t0;
 
 	for (int i = 0; i < NCACHES; i++) {
 		regcache_get_stats(caches[i], &st);

@@ -62,9 +62,14 @@ foreach(c ${scenario_cases})
   list(APPEND runs "${c}:${c} plain" "${c}@restart:${c} restart" "${c}@dead:${c} dead")
 endforeach()
 regcached_add_test(NAME regcached-scenarios SOURCES regcached-scenarios.c RUNS ${runs})
-# The cross-thread race scenario of the other monitors (monitor-race.c),
-# through the daemon as uid 65534.
+# The scenarios of the other monitors (monitor-*.c, each written once),
+# through the daemon as uid 65534: the cross-thread race, and each way an
+# application changes its memory. regcached-scenarios adds what only a
+# daemon can do: die or restart between caching a buffer and changing it.
 regcached_add_test(NAME monitor-race@regcached PROGRAM monitor-race TIMEOUT 300)
+foreach(s free-malloc madvise map-fixed mremap munmap sbrk shmdt uring-madvise)
+  regcached_add_test(NAME monitor-${s}@regcached PROGRAM monitor-${s})
+endforeach()
 # A forked child registers with the daemon as a client of its own (the
 # parent's ring and socket are not its own), and the parent's registration
 # outlives the child's exit. As root: the test reads frame numbers.
