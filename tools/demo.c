@@ -290,9 +290,55 @@ static void usage(FILE *f)
 "                       (then registration pays the page faults)\n"
 "      --timeout S      kill a mode that gives no result in S seconds (300)\n"
 "  -v, --verbose        registered bytes and regcache statistics per mode\n"
+"      --profile        where each mode's time goes: the application's own\n"
+"                       work, the cache, the registrar (adds a clock read per\n"
+"                       step: msgs/s drop a little)\n"
 "  -h, --help\n",
 		demo_opt.iterations, demo_opt.long_share, demo_opt.lifetime, demo_opt.long_slots,
 		demo_opt.short_slots, demo_opt.max_regions);
+}
+
+/* --profile: ms per round in each step of the timed loop. "cache" is what
+ * get and put took beyond the registrar's calls made inside them. */
+static void print_profile(const struct result *res, const bool *ran)
+{
+	double n = demo_opt.repeat;
+
+	printf("\nwhere the time goes (--profile), ms per round, mean of %u rounds\n",
+	       demo_opt.repeat);
+	printf("%-34s %7s %7s %7s %7s %7s %7s %7s %7s\n", "mode", "loop",
+	       "alloc", "release", "message", "get+put", "reg", "dereg",
+	       "cache");
+	printf("%-34s %7s %7s %7s %7s %7s %7s %7s %7s\n", "", "", "+fill",
+	       "", "DMA+chk", "", "", "", "");
+	for (size_t i = 0; i < NMODES; i++) {
+		const struct result *r = &res[i];
+		const double *p = r->phase_ns;
+		double getput = (p[P_GET] + p[P_PUT]) / 1e6 / n;
+
+		if (!ran[i] || r->status)
+			continue;
+		printf("%-34s %7.1f %7.1f %7.1f %7.1f %7.1f", demo_modes[i].label,
+		       (p[P_ALLOC] + p[P_GET] + p[P_DMA] + p[P_PUT] +
+			p[P_RELEASE]) / 1e6 / n,
+		       p[P_ALLOC] / 1e6 / n, p[P_RELEASE] / 1e6 / n,
+		       p[P_DMA] / 1e6 / n, getput);
+		if (r->phases_known[P_REG])
+			printf(" %7.1f %7.1f %7.1f\n", p[P_REG] / 1e6 / n,
+			       p[P_DEREG] / 1e6 / n,
+			       getput - (p[P_REG] + p[P_DEREG]) / 1e6 / n);
+		else
+			printf(" %7s %7s %7s\n", "-", "-", "-");
+	}
+	printf("(regs and deregs per round: ");
+	for (size_t i = 0, first = 1; i < NMODES; i++) {
+		if (!ran[i] || res[i].status)
+			continue;
+		printf("%s%s %.0f/%.0f", first ? "" : ", ", demo_modes[i].key,
+		       res[i].regs / n, res[i].deregs / n);
+		first = 0;
+	}
+	printf(")\n");
 }
 
 /* Corrupted messages by the change that made the registration stale, one
@@ -520,6 +566,7 @@ int main(int argc, char **argv)
 		{ "short", required_argument, NULL, 'x' },
 		{ "max-regions", required_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "profile", no_argument, NULL, 'P' },
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "no-fill", no_argument, NULL, 'F' },
 		{ "timeout", required_argument, NULL, 't' },
@@ -552,6 +599,7 @@ int main(int argc, char **argv)
 		case 'x': demo_opt.short_slots = (unsigned)atoi(optarg); break;
 		case 'R': demo_opt.max_regions = strtoul(optarg, NULL, 0); break;
 		case 'v': demo_opt.verbose = true; break;
+		case 'P': demo_opt.profile = true; break;
 		case 'r': demo_opt.repeat = (unsigned)atoi(optarg); break;
 		case 'F': demo_opt.fill = false; break;
 		case 't': demo_opt.timeout = (unsigned)atoi(optarg); break;
@@ -670,6 +718,9 @@ int main(int argc, char **argv)
 			res[i].io_errors += one.io_errors;
 			res[i].get_errors += one.get_errors;
 			res[i].into_live += one.into_live;
+			res[i].deregs += one.deregs;
+			for (int k = 0; k < P_NPHASES; k++)
+				res[i].phase_ns[k] += one.phase_ns[k];
 			for (int k = 0; k <= R_NKINDS; k++)
 				res[i].corrupt_by[k] += one.corrupt_by[k];
 			for (int k = 0; k < R_NKINDS; k++)
@@ -719,6 +770,8 @@ int main(int argc, char **argv)
 
 	print_ratios(res, ran);
 	print_causes(res, ran);
+	if (demo_opt.profile)
+		print_profile(res, ran);
 	if (demo_opt.verbose) {
 		for (size_t i = 0; i < NMODES; i++) {
 			struct regcache_stats *st = &res[i].st;

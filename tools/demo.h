@@ -31,6 +31,7 @@ struct demo_opt {
 	unsigned lifetime;	/* mean messages per short-lived buffer */
 	size_t max_regions;
 	bool verbose;
+	bool profile;		/* time each step of the message loop */
 	bool progress;
 	bool fill;
 	unsigned repeat;
@@ -82,6 +83,11 @@ enum rel {
 };
 
 /* What a child reports to the parent. */
+/* --profile: where a child's timed loop spends its time. The registrar's
+ * calls (P_REG, P_DEREG) happen inside the other steps, mostly get and put. */
+enum phase { P_ALLOC, P_GET, P_DMA, P_PUT, P_RELEASE, P_REG, P_DEREG,
+	     P_NPHASES };
+
 struct result {
 	int status;		/* 0 ran; 1 unavailable; -errno failed */
 	char info[160];
@@ -92,6 +98,9 @@ struct result {
 	unsigned long corrupt_by[R_NKINDS + 1];
 	unsigned long released_by[R_NKINDS];
 	struct regcache_stats st;
+	unsigned long deregs;		/* during the timed loop */
+	bool phases_known[P_NPHASES];
+	double phase_ns[P_NPHASES];	/* --profile */
 };
 
 /* Shared by the parts of a child: its device, its mode, the page mask. */
@@ -106,6 +115,11 @@ int demo_cache_setup(void);
 int demo_cache_get(void *addr, size_t len, void **region, void **handle);
 void demo_cache_put(void *region);
 void demo_cache_teardown(struct result *res);
+/* The device's calls as the demo's caches make them: timed into
+ * demo_phase_ns[P_REG] and [P_DEREG] with --profile. */
+int demo_dev_reg(void *addr, size_t len, void **handle);
+void demo_dev_dereg(void *handle);
+extern double demo_phase_ns[P_NPHASES];
 
 /* demo_workload.c: run demo_cur's mode on the workload in this (child)
  * process and write a struct result to @fd. */

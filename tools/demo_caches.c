@@ -9,6 +9,47 @@
 #include "rcache_ucx.h"
 
 static struct regcache *rc;
+
+double demo_phase_ns[P_NPHASES];
+
+int demo_dev_reg(void *addr, size_t len, void **handle)
+{
+	double t = demo_opt.profile ? now_ns() : 0;
+	int ret = dev_reg(&demo_dev, addr, len, handle);
+
+	if (demo_opt.profile)
+		demo_phase_ns[P_REG] += now_ns() - t;
+	return ret;
+}
+
+void demo_dev_dereg(void *handle)
+{
+	double t = demo_opt.profile ? now_ns() : 0;
+
+	dev_dereg(&demo_dev, handle);
+	if (demo_opt.profile)
+		demo_phase_ns[P_DEREG] += now_ns() - t;
+}
+
+static int timed_reg(void *ctx, void *addr, size_t len, unsigned access,
+		     void **handle)
+{
+	(void)ctx;
+	(void)access;
+	return demo_dev_reg(addr, len, handle);
+}
+
+static void timed_dereg(void *ctx, void *handle)
+{
+	(void)ctx;
+	demo_dev_dereg(handle);
+}
+
+/* regcache's registrar with --profile: dev_regcache_ops, timed. */
+static const struct regcache_ops timed_ops = {
+	.reg = timed_reg,
+	.dereg = timed_dereg,
+};
 static struct ucx_cache *ucx;
 
 /* The naive cache: a hash map from buffer address to registration with
@@ -63,7 +104,7 @@ static void naive_remove(struct naive_ent *e)
 	*pp = e->chain;
 	naive_lru_unlink(e);
 	if (e->handle)
-		dev_dereg(&demo_dev, e->handle);
+		demo_dev_dereg(e->handle);
 	free(e);
 	naive_count--;
 }
@@ -102,8 +143,8 @@ static int naive_get(void *addr, size_t len, void **handle)
 	page_range(addr, len, &s, &l);
 	if (e) {
 		/* Longer than what was registered: register again. */
-		dev_dereg(&demo_dev, e->handle);
-		ret = dev_reg(&demo_dev, s, l, &e->handle);
+		demo_dev_dereg(e->handle);
+		ret = demo_dev_reg(s, l, &e->handle);
 		if (ret) {
 			e->handle = NULL;
 			naive_remove(e);
@@ -120,7 +161,7 @@ static int naive_get(void *addr, size_t len, void **handle)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	ret = dev_reg(&demo_dev, s, l, &e->handle);
+	ret = demo_dev_reg(s, l, &e->handle);
 	if (ret) {
 		free(e);
 		return ret;
@@ -145,7 +186,7 @@ int demo_cache_get(void *addr, size_t len, void **region, void **handle)
 	switch (demo_cur->kind) {
 	case K_NOCACHE:
 		page_range(addr, len, &s, &l);
-		ret = dev_reg(&demo_dev, s, l, handle);
+		ret = demo_dev_reg(s, l, handle);
 		*region = *handle;
 		return ret;
 	case K_NAIVE:
@@ -169,7 +210,7 @@ void demo_cache_put(void *region)
 {
 	switch (demo_cur->kind) {
 	case K_NOCACHE:
-		dev_dereg(&demo_dev, region);
+		demo_dev_dereg(region);
 		break;
 	case K_NAIVE:
 		break;
@@ -187,7 +228,7 @@ void demo_cache_put(void *region)
 int demo_cache_setup(void)
 {
 	struct regcache_params p = {
-		.ops = &dev_regcache_ops,
+		.ops = demo_opt.profile ? &timed_ops : &dev_regcache_ops,
 		.ctx = &demo_dev,
 		.max_regions = demo_opt.max_regions,
 		.max_bytes = (size_t)2 << 30,

@@ -294,6 +294,21 @@ static void progress(unsigned long done)
 		fprintf(stderr, "\r%70s\r", "");
 }
 
+/* --profile: charge the time since the last lap to @p. One clock read per
+ * step, so that the steps add up to the loop's time. */
+static double lap_t;
+
+static inline void lap(enum phase p)
+{
+	double t;
+
+	if (!demo_opt.profile)
+		return;
+	t = now_ns();
+	demo_phase_ns[p] += t - lap_t;
+	lap_t = t;
+}
+
 /* One message: get, DMA, verify, put. */
 static int message(struct slot *s, unsigned long op, struct result *res)
 {
@@ -307,7 +322,9 @@ static int message(struct slot *s, unsigned long op, struct result *res)
 	off = next_rand() % (s->size - len + 1);
 	/* The application's view before the message arrives. */
 	memset(s->buf + off, 0, len);
+	lap(P_DMA);
 	ret = demo_cache_get(s->buf, s->size, &region, &handle);
+	lap(P_GET);
 	if (ret) {
 		res->get_errors++;
 		if (res->get_errors == 1)
@@ -339,7 +356,9 @@ static int message(struct slot *s, unsigned long op, struct result *res)
 				demo_cur->label, (void *)(s->buf + off), len,
 				strerror(-ret));
 	}
+	lap(P_DMA);
 	demo_cache_put(region);
+	lap(P_PUT);
 	return 0;
 }
 
@@ -354,7 +373,9 @@ static int run_workload(struct result *res)
 	for (unsigned i = 0; i < demo_opt.long_slots; i++)
 		if ((ret = slot_alloc(&slots[i])))
 			return ret;
+	memset(demo_phase_ns, 0, sizeof(demo_phase_ns));
 	t0 = now_ns();
+	lap_t = t0;
 	for (op = 0; op < demo_opt.iterations; op++) {
 		struct slot *s;
 
@@ -365,14 +386,18 @@ static int run_workload(struct result *res)
 				   next_rand() % demo_opt.short_slots];
 		if (!s->live && (ret = slot_alloc(s)))
 			return ret;
+		lap(P_ALLOC);
 		message(s, op, res);
 		if (!s->long_lived && --s->uses_left == 0 &&
 		    (ret = slot_release(s, res)))
 			return ret;
+		lap(P_RELEASE);
 		if ((op & 255) == 0)
 			progress(op);
 	}
 	res->secs = (now_ns() - t0) / 1e9;
+	res->deregs = atomic_load(&demo_dev.deregs);
+	memcpy(res->phase_ns, demo_phase_ns, sizeof(res->phase_ns));
 	res->ops = op;
 	progress(op);
 	return 0;
@@ -410,6 +435,9 @@ void demo_child(const struct mode *m, int fd)
 	} else if (m->kind == K_UCX) {
 		snprintf(res.info, sizeof(res.info), "UCX %s", ucx_version());
 	}
+	res.phases_known[P_REG] = res.phases_known[P_DEREG] =
+		m->kind == K_NOCACHE || m->kind == K_NAIVE ||
+		m->kind == K_REGCACHE;
 	ret = run_workload(&res);
 	if (ret) {
 		res.status = ret;
