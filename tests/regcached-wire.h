@@ -116,8 +116,10 @@ static inline int w_reply(int sock, int *fd_out)
 static inline int w_register(int *ring)
 {
 	struct rcd_request q = w_request(RCD_REGISTER);
-	int sock = w_connect(), ret;
+	int sock, ret;
 
+	*ring = -1;
+	sock = w_connect();
 	if (sock < 0)
 		return sock;
 	ret = w_send(sock, &q, sizeof(q), -1);
