@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The process-wide monitor: picks a backend, owns the queue of invalidated
- * ranges and the generation word, detects fork, and counts its users.
+ * ranges and the generation word, detects fork, switches to another
+ * backend when the active one gives up for good, and counts its users.
  *
  * It is the library's only global state, because the kernel facilities are
  * process-wide: one userfaultfd owner per VMA, one set of BPF programs.
