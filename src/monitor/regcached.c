@@ -422,8 +422,8 @@ static void rcd_pull(struct rc_monitor *mon)
  * The daemon is back? Hand it our ring (sock_lock held). *@refused: a
  * daemon is there and will not take it: it answered with an error, does
  * not feed our ring, or twice in a row accepted the connection and closed
- * it unanswered (once may be the old daemon's listening socket still
- * closing as it exits).
+ * it unanswered or said "try again" (once may be the old daemon's
+ * listening socket still closing as it exits).
  */
 static int resume(struct rc_monitor *mon, bool *refused)
 {
@@ -446,8 +446,12 @@ static int resume(struct rc_monitor *mon, bool *refused)
 	}
 	ret = call(sock, &q, rb.ring_fd, &r, NULL);
 	if (ret) {
-		rb.dropped = ret == -EPIPE ? rb.dropped + 1 : 0;
-		*refused = ret != -EPIPE || rb.dropped >= 2;
+		/* No answer, or "try again": maybe a daemon on its way out
+		 * or in; an error answer is a refusal. */
+		bool unsure = ret == -EPIPE || ret == -EAGAIN;
+
+		rb.dropped = unsure ? rb.dropped + 1 : 0;
+		*refused = !unsure || rb.dropped >= 2;
 		close(sock);
 		rb.next_retry_ms = now_ms() + RCD_RETRY_MS;
 		rc_info("regcached: the daemon at %s did not take our ring "
@@ -505,7 +509,7 @@ static const char *give_up(bool refused, int err, char *why, size_t len)
 	if (refused)
 		snprintf(why, len, "the daemon at %s did not take our ring "
 			 "back (%s)", rb.path, err == -EPIPE ?
-			 "it closed the connection unanswered, twice" :
+			 "it closed the connection unanswered, twice in a row" :
 			 strerror(-err));
 	else if (gone >= (uint64_t)rb.fallback_ms)
 		snprintf(why, len, "the daemon at %s is gone for %llu ms "
