@@ -156,11 +156,12 @@ static bool backend_wanted(const struct rc_monitor_ops *ops, const char *want)
 	       (!strcmp(want, "uffd") && !strcmp(ops->name, "userfaultfd"));
 }
 
-/* Start the first backend that $REGCACHE_MONITOR allows and that works.
- * Called with mon_lock held. Always ends with some backend ("none"). */
-static void start_backend(void)
+/* Start the first backend that $REGCACHE_MONITOR allows (any, if
+ * @any: a child of a process that fell back) and that works. Called with
+ * mon_lock held. Always ends with some backend ("none"). */
+static void start_backend(bool any)
 {
-	const char *want = getenv("REGCACHE_MONITOR");
+	const char *want = any ? NULL : getenv("REGCACHE_MONITOR");
 	bool known = !want || !*want || !strcmp(want, "auto") ||
 		     !strcmp(want, "uffd");
 
@@ -262,7 +263,7 @@ int rc_monitor_acquire(void)
 	if (mon_users == 0) {
 		ret = map_fork_guard();
 		if (!ret) {
-			start_backend();
+			start_backend(false);
 			bump_epoch();
 		}
 	}
@@ -290,6 +291,8 @@ static void recover_from_fork(void)
 		rc_info("fork detected (pid %d): restarting the monitor; "
 			"cached regions of the parent are forgotten",
 			(int)getpid());
+		bool fell_back = retired != NULL;
+
 		if (rc_mon.ops)
 			rc_mon.ops->forked(&rc_mon);
 		if (retired && retired->forked)
@@ -300,8 +303,10 @@ static void recover_from_fork(void)
 		 * new epoch sees this too. */
 		rc_store_relaxed(&fork_epoch,
 				 rc_load_relaxed(&rc_mon.epoch) + 1);
+		/* The parent gave its requested backend up: so does the
+		 * child, which tries the default order from the start. */
 		if (mon_users)
-			start_backend();
+			start_backend(fell_back);
 		bump_epoch();
 	}
 	pthread_mutex_unlock(&mon_lock);
@@ -489,7 +494,7 @@ const char *regcache_monitor_name(void)
 	} else {
 		/* Nobody uses the monitor: try the selection and undo it, so
 		 * nothing stays attached (a BPF load costs ~100 ms). */
-		start_backend();
+		start_backend(false);
 		name = rc_mon.ops->name;
 		stop_backend();
 	}
