@@ -396,13 +396,23 @@ static void invalidate_cb(void *arg, uintptr_t start, uintptr_t end)
 	invalidate_locked(s->c, start, end, s->batch);
 }
 
+/* Under the cache lock (or before the cache is shared), before
+ * rc_monitor_cursor_init(): a hit that sees the new epoch (acquire) reads
+ * these after it. One snapshot of the active backend: its caps, and the
+ * incarnation whose watches this cache may index (get_slow()). */
 static void update_monitor_caps(struct regcache *c)
 {
-	c->never_cache = !rc_monitor_can_cache() && !c->explicit_invalidate &&
-			 !c->follows_page_tables;
-	c->probe_hits = !c->follows_page_tables &&
-			rc_monitor_validates_hits() &&
-			!(c->flags & REGCACHE_FLAG_NO_HIT_PROBE);
+	const struct rc_monitor_active *a = rc_monitor_active();
+	bool can_cache = a && a->caps.can_cache;
+	bool validates = a && a->caps.validate_hits;
+
+	c->mon_incarnation = a ? a->incarnation : 0;
+	rc_store_relaxed(&c->never_cache, !can_cache &&
+					   !c->explicit_invalidate &&
+					   !c->follows_page_tables);
+	rc_store_relaxed(&c->probe_hits,
+			 !c->follows_page_tables && validates &&
+				 !(c->flags & REGCACHE_FLAG_NO_HIT_PROBE));
 }
 
 /* In a forked child: the registrations belong to the parent's device
@@ -441,15 +451,25 @@ static void sync_locked(struct regcache *c, struct kill_batch *batch)
 
 	if (rc_monitor_current(&c->cursor))
 		return;
-	if (rc_monitor_sync(&c->cursor, invalidate_cb, &s)) {
-		/* Forked: the regions are the parent's, and the pending
-		 * records live on stacks of threads the child does not have.
-		 * Forget them first, then let hits see the new epoch. */
+	switch (rc_monitor_sync(&c->cursor, invalidate_cb, &s)) {
+	case RC_MONITOR_SYNCED:
+		return;
+	case RC_MONITOR_FORKED:
+		/* The regions are the parent's, and the pending records live
+		 * on stacks of threads the child does not have. Forget them
+		 * first, then let hits see the new epoch. */
 		forget_all_locked(c);
 		TAILQ_INIT(&c->pending);
-		update_monitor_caps(c);
-		rc_monitor_cursor_init(&c->cursor);
+		break;
+	case RC_MONITOR_SWITCHED:
+		/* Our registrations, but the backend that watched them is
+		 * retired: everything changed. They are deregistered as their
+		 * references drop; their watches needed no undo. */
+		invalidate_cb(&s, 0, UINTPTR_MAX);
+		break;
 	}
+	update_monitor_caps(c);
+	rc_monitor_cursor_init(&c->cursor);
 }
 
 /* Pass-through paths skip the monitor, but must still notice a fork before
@@ -678,7 +698,7 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 		return -EINVAL;
 	}
 	*out = NULL;
-	if (c->never_cache) {
+	if (rc_load_relaxed(&c->never_cache)) {
 		check_fork(c);
 		return get_passthrough(c, pstart, pend, access, out);
 	}
@@ -686,6 +706,7 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 
 	for (int attempt = 0; attempt < RC_MISS_ATTEMPTS; attempt++) {
 		struct rc_pending pending = { .start = pstart, .end = pend };
+		struct rc_monitor_ticket ticket = { 0 };
 		struct kill_batch batch;
 		struct rc_region *r, *nr;
 		uintptr_t ustart = pstart, uend = pend;
@@ -708,7 +729,8 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 			region_get(c, r, seq);
 			pthread_mutex_unlock(&c->lock);
 			claim_killed(c, &batch);
-			if (c->probe_hits && !probe_hit(c, r, seq))
+			if (rc_load_relaxed(&c->probe_hits) &&
+			    !probe_hit(c, r, seq))
 				continue;
 			/* Counted once served: a rejected probe is no hit. */
 			rc_fetch_add_relaxed(&c->st_slow_hits, 1);
@@ -733,7 +755,8 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 			pthread_mutex_unlock(&c->lock);
 			return -ENOMEM;
 		}
-		watched = !c->follows_page_tables && rc_monitor_watch(ustart, uend) == 0;
+		watched = !c->follows_page_tables &&
+			  rc_monitor_watch(ustart, uend, &ticket) == 0;
 		unwatchable = !watched && !c->explicit_invalidate && !c->follows_page_tables;
 		if (!unwatchable)
 			ret = reg_evicting(c, ustart, uend, uaccess, &handle);
@@ -767,11 +790,17 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 		 * registration. (No fork can be detected here: the thread in
 		 * a get is not the one that forked.) */
 		sync_locked(c, &batch);
+		/* Watched by another backend than the one this cache synced
+		 * to (a switch, cf. rc_monitor_fall_back()): a retired one
+		 * publishes nothing more, and an unsynced cache would hit
+		 * without the new one's probes. */
+		if (watched && ticket.incarnation != c->mon_incarnation)
+			pending.tainted = true;
 		TAILQ_REMOVE(&c->pending, &pending, link);
 		if (ret) {
 			rc_region_free_locked(&c->pool, nr);
 			pthread_mutex_unlock(&c->lock);
-			if (watched)
+			if (watched && ticket.undo)
 				rc_monitor_unwatch(ustart, uend);
 			if (retry_alone) {
 				attempt--;
@@ -784,7 +813,7 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 			return ret;
 		}
 		rc_region_fill(nr, ustart, uend, uaccess, handle,
-			       watched ? RC_REGION_WATCHED : 0);
+			       watched && ticket.undo ? RC_REGION_WATCHED : 0);
 		if (!pending.tainted &&
 		    absorb_overlaps_locked(c, ustart, uend, uaccess, &batch)) {
 			make_live_locked(c, nr,
@@ -837,7 +866,8 @@ int regcache_get(struct regcache *c, const void *addr, size_t len,
 		return get_slow(c, addr, len, access, out);
 	if (rc_unlikely(!region_get(c, r, seq)))
 		return get_slow(c, addr, len, access, out);
-	if (rc_unlikely(c->probe_hits) && !probe_hit(c, r, seq))
+	if (rc_unlikely(rc_load_relaxed(&c->probe_hits)) &&
+	    !probe_hit(c, r, seq))
 		return get_slow(c, addr, len, access, out);
 	/* Counted in the region, modulo 2^32: a wrap carries into the
 	 * cache (once per 2^32 hits of one region). */
@@ -1063,10 +1093,11 @@ int rc_cache_create(const struct regcache_params *params,
 	update_monitor_caps(c);
 	rc_info("cache %p: monitor %s, max %zu regions%s; pinned-memory "
 		"budget of the process %s%s", (void *)c,
-		rc_mon.ops ? rc_mon.ops->name : "none", c->max_regions,
+		rc_monitor_active() ? rc_monitor_active()->ops.name : "none",
+		c->max_regions,
 		c->max_bytes != SIZE_MAX ? ", limit of its own" : "",
 		c->pinned ? rc_budget_source() : "not charged (not pinned)",
-		c->never_cache ? ", pass-through" : "");
+		rc_load_relaxed(&c->never_cache) ? ", pass-through" : "");
 	pthread_mutex_lock(&caches_lock);
 	TAILQ_INSERT_TAIL(&caches, c, all_link);
 	pthread_mutex_unlock(&caches_lock);

@@ -44,8 +44,8 @@ struct regcache {
 	struct rc_monitor_cursor cursor;
 	struct rc_index index;		/* hint fields first; tree under lock */
 	_Atomic uint32_t clock;		/* bumped by each miss: the LRU's time */
-	bool probe_hits;
-	bool never_cache;
+	_Atomic bool probe_hits;	/* written under the lock at a sync */
+	_Atomic bool never_cache;
 	bool explicit_invalidate;
 	bool follows_page_tables;	/* RC_CACHE_FLAG_FOLLOWS_PAGE_TABLES */
 	uint32_t tag;			/* pool.tag, next to what a put reads */
@@ -70,6 +70,8 @@ struct regcache {
 	uint64_t hits_retired;		/* hits of regions no longer live */
 	_Atomic uint64_t hits_wrapped;	/* 2^32 per wrap of a region's hits */
 	uint32_t kills;			/* kills so far: the kill tickets */
+	uint64_t mon_incarnation;	/* of the backend at the last re-read
+					   of its caps (update_monitor_caps) */
 	_Atomic uint32_t fenced_kills;	/* kills before the last completed
 					   rc_region_fence_counts() */
 	struct rc_region_pool pool;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The process-wide monitor: picks a backend, owns the queue of invalidated
- * ranges and the generation word, detects fork, and counts its users.
+ * ranges and the generation word, detects fork, switches to another
+ * backend when the active one gives up for good, and counts its users.
  *
  * It is the library's only global state, because the kernel facilities are
  * process-wide: one userfaultfd owner per VMA, one set of BPF programs.
@@ -29,8 +30,18 @@ struct rc_monitor rc_mon = {
  * while allocating, unmapping or calling a registrar (design rule 1). */
 static pthread_mutex_t mon_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned mon_users;
-static struct rc_monitor_ops active_ops;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+/* The published backend is one of two slots; a switch fills the other, so
+ * no slot is written while a thread may read it (rc_monitor_active()). */
+static struct rc_monitor_active slots[2];
+static uint64_t incarnations;
+/* A backend that handed over (rc_monitor_fall_back()): still started,
+ * since a thread may still be inside one of its ops; stopped with the
+ * active one, or dropped in a forked child. */
+static const struct rc_monitor_ops *retired;
+/* rc_mon.epoch as the last fork recovery set it: a cursor older than this
+ * saw a fork, a younger one only switches. */
+static _Atomic uint64_t fork_epoch;
 
 #ifndef RC_HAVE_MONITOR_BPF
 const struct rc_monitor_ops rc_monitor_bpf_ops;
@@ -68,23 +79,39 @@ static void stub_mon(struct rc_monitor *mon)
 	(void)mon;
 }
 
-/* Fill the optional ops with stubs so callers never test for NULL
- * (rdma-core libibverbs/dummy_ops.c). ->pull stays NULL-able: it tells
- * sync whether to take the lock at all. */
+/* Publish @ops, just started, as the active backend: fill the slot that
+ * is not published, the optional ops with stubs so callers never test for
+ * NULL (rdma-core libibverbs/dummy_ops.c). ->pull stays NULL-able: it
+ * tells sync whether to take the lock at all. Release: whoever sees the
+ * slot sees it filled, and the backend started. */
 static void set_ops(const struct rc_monitor_ops *ops)
 {
-	active_ops = *ops;
-	if (!active_ops.watch)
-		active_ops.watch = stub_watch;
-	if (!active_ops.unwatch)
-		active_ops.unwatch = stub_unwatch;
-	if (!active_ops.validate)
-		active_ops.validate = stub_validate;
-	if (!active_ops.forked)
-		active_ops.forked = stub_mon;
-	if (!active_ops.stop)
-		active_ops.stop = stub_mon;
-	rc_mon.ops = &active_ops;
+	struct rc_monitor_active *a =
+		rc_monitor_active() == &slots[0] ? &slots[1] : &slots[0];
+
+	a->ops = *ops;
+	if (!a->ops.watch)
+		a->ops.watch = stub_watch;
+	if (!a->ops.unwatch)
+		a->ops.unwatch = stub_unwatch;
+	if (!a->ops.validate)
+		a->ops.validate = stub_validate;
+	if (!a->ops.forked)
+		a->ops.forked = stub_mon;
+	if (!a->ops.stop)
+		a->ops.stop = stub_mon;
+	a->caps = rc_mon.caps;
+	a->incarnation = ++incarnations;
+	a->backend = ops;
+	atomic_store_explicit(&rc_mon.ops, &a->ops, memory_order_release);
+}
+
+/* What a backend's ->start() finds: no caps, the queue's own generation. */
+static void reset_backend(void)
+{
+	rc_mon.gen = &rc_mon.queue_head;
+	rc_mon.backend = NULL;
+	rc_mon.caps = (struct rc_monitor_caps){ 0 };
 }
 
 static void reset_queue(void)
@@ -92,9 +119,31 @@ static void reset_queue(void)
 	rc_store_relaxed(&rc_mon.queue_head, 0);
 	for (unsigned i = 0; i < RC_QUEUE_SIZE; i++)
 		rc_store_relaxed(&rc_mon.queue[i].seq, 0);
-	rc_mon.gen = &rc_mon.queue_head;
-	rc_mon.backend = NULL;
-	rc_mon.caps = (struct rc_monitor_caps){ 0 };
+	reset_backend();
+}
+
+/* Move the epoch and the guard word: every hit takes the slow path and
+ * every sync finds its cursor's epoch old. Returns the new epoch. */
+static uint64_t bump_epoch(void)
+{
+	uint64_t epoch = atomic_fetch_add_explicit(&rc_mon.epoch, 1,
+						   memory_order_release) + 1;
+
+	rc_store_relaxed(rc_mon.fork_guard, epoch);
+	return epoch;
+}
+
+/* Start @ops (mon_lock held) and publish it if it works. Returns 0 or
+ * the -errno of ->start(). */
+static int try_backend(const struct rc_monitor_ops *ops)
+{
+	int ret;
+
+	reset_backend();
+	ret = ops->start(&rc_mon);
+	if (!ret)
+		set_ops(ops);
+	return ret;
 }
 
 static bool backend_wanted(const struct rc_monitor_ops *ops, const char *want)
@@ -107,11 +156,12 @@ static bool backend_wanted(const struct rc_monitor_ops *ops, const char *want)
 	       (!strcmp(want, "uffd") && !strcmp(ops->name, "userfaultfd"));
 }
 
-/* Start the first backend that $REGCACHE_MONITOR allows and that works.
- * Called with mon_lock held. Always ends with some backend ("none"). */
-static void start_backend(void)
+/* Start the first backend that $REGCACHE_MONITOR allows (any, if
+ * @any: a child of a process that fell back) and that works. Called with
+ * mon_lock held. Always ends with some backend ("none"). */
+static void start_backend(bool any)
 {
-	const char *want = getenv("REGCACHE_MONITOR");
+	const char *want = any ? NULL : getenv("REGCACHE_MONITOR");
 	bool known = !want || !*want || !strcmp(want, "auto") ||
 		     !strcmp(want, "uffd");
 
@@ -124,8 +174,7 @@ static void start_backend(void)
 		if (!backend_wanted(ops, want))
 			continue;
 		reset_queue();
-		set_ops(ops);
-		ret = ops->start(&rc_mon);
+		ret = try_backend(ops);
 		if (!ret) {
 			rc_info("monitor backend \"%s\" started%s", ops->name,
 				want && *want && strcmp(want, "auto") ?
@@ -146,14 +195,16 @@ static void start_backend(void)
 			"cached",
 			want);
 	reset_queue();
-	set_ops(&rc_monitor_none_ops);
-	rc_monitor_none_ops.start(&rc_mon);
+	try_backend(&rc_monitor_none_ops);
 }
 
 static void stop_backend(void)
 {
 	if (rc_mon.ops)
 		rc_mon.ops->stop(&rc_mon);
+	if (retired && retired->stop)
+		retired->stop(&rc_mon);
+	retired = NULL;
 	rc_mon.ops = NULL;
 	reset_queue();
 }
@@ -212,11 +263,8 @@ int rc_monitor_acquire(void)
 	if (mon_users == 0) {
 		ret = map_fork_guard();
 		if (!ret) {
-			start_backend();
-			rc_store_relaxed(rc_mon.fork_guard,
-					 atomic_fetch_add_explicit(
-						 &rc_mon.epoch, 1,
-						 memory_order_release) + 1);
+			start_backend(false);
+			bump_epoch();
 		}
 	}
 	if (!ret)
@@ -243,15 +291,81 @@ static void recover_from_fork(void)
 		rc_info("fork detected (pid %d): restarting the monitor; "
 			"cached regions of the parent are forgotten",
 			(int)getpid());
+		bool fell_back = retired != NULL;
+
 		if (rc_mon.ops)
 			rc_mon.ops->forked(&rc_mon);
+		if (retired && retired->forked)
+			retired->forked(&rc_mon);
+		retired = NULL;
 		rc_mon.ops = NULL;
+		/* Before the epoch moves (release): a cursor that sees the
+		 * new epoch sees this too. */
+		rc_store_relaxed(&fork_epoch,
+				 rc_load_relaxed(&rc_mon.epoch) + 1);
+		/* The parent gave its requested backend up: so does the
+		 * child, which tries the default order from the start. */
 		if (mon_users)
-			start_backend();
-		rc_store_relaxed(rc_mon.fork_guard,
-				 atomic_fetch_add_explicit(&rc_mon.epoch, 1,
-							   memory_order_release) + 1);
+			start_backend(fell_back);
+		bump_epoch();
 	}
+	pthread_mutex_unlock(&mon_lock);
+}
+
+/*
+ * The switch, under mon_lock. Why nothing cached through @from survives
+ * and no watch crosses over:
+ *  1. The first epoch move sends every hit to the slow path before the
+ *     new backend may re-point rc_mon.gen at a word of its own (whose
+ *     value might equal some cursor's old one).
+ *  2. "Everything" is published while @from is still the only producer
+ *     (it publishes from ->pull, which runs under mon_lock).
+ *  3. The new backend starts and is published (set_ops, release).
+ *  4. The second epoch move: every sync now returns RC_MONITOR_SWITCHED,
+ *     and its caller kills every region, taints the misses in flight and
+ *     re-reads the caps. A miss whose watch went to @from (an older
+ *     incarnation than its cache synced to) is not cached (cache.c).
+ * @from has no ->unwatch, so no region or subscriber watch of it carries
+ * an undo (struct rc_monitor_ticket): nothing is ever unwatched on the new
+ * backend that it did not watch.
+ */
+void rc_monitor_fall_back(const struct rc_monitor_ops *from, const char *why)
+{
+	const struct rc_monitor_active *old;
+	size_t n = sizeof(backends) / sizeof(backends[0]), i = 0;
+
+	pthread_mutex_lock(&mon_lock);
+	old = rc_monitor_active();
+	/* In a child that has not recovered yet, recovery restarts it all. */
+	if (!mon_users || !old || old->backend != from || from->unwatch ||
+	    rc_load_relaxed(rc_mon.fork_guard) == 0) {
+		pthread_mutex_unlock(&mon_lock);
+		return;
+	}
+	bump_epoch();
+	rc_monitor_publish_all(&rc_mon);
+	while (i < n && backends[i] != from)
+		i++;
+	for (i++; i < n; i++) {
+		int ret;
+
+		if (!backends[i]->start)
+			continue;
+		ret = try_backend(backends[i]);
+		if (!ret)
+			break;
+		rc_info("monitor backend \"%s\" unavailable: %s (regcache-info "
+			"says why)", backends[i]->name, strerror(-ret));
+	}
+	if (i >= n)	/* @from was not in the list; "none" always starts */
+		try_backend(&rc_monitor_none_ops);
+	retired = from;
+	bump_epoch();
+	rc_warn("monitor backend \"%s\": %s; falling back to \"%s\"%s",
+		from->name, why, rc_mon.ops->name,
+		rc_monitor_can_cache() ?
+			": caching resumes (what it cached was dropped)" :
+			": registrations will not be cached");
 	pthread_mutex_unlock(&mon_lock);
 }
 
@@ -290,19 +404,21 @@ void rc_monitor_publish_all(struct rc_monitor *mon)
 	rc_monitor_publish(mon, 0, UINTPTR_MAX);
 }
 
-bool rc_monitor_sync(struct rc_monitor_cursor *cur, rc_invalidate_fn *fn,
-		     void *arg)
+enum rc_monitor_sync_result rc_monitor_sync(struct rc_monitor_cursor *cur,
+					    rc_invalidate_fn *fn, void *arg)
 {
-	uint64_t gen, head, pos;
+	uint64_t gen, head, pos, epoch;
 
 	if (rc_unlikely(rc_load_relaxed(rc_mon.fork_guard) == 0))
 		recover_from_fork();
-	/* Forked: leave the cursor alone. Until the caller has forgotten the
-	 * parent's regions and re-initialised it, hits keep seeing the old
-	 * epoch and take the slow path (which waits for the cache lock). */
-	if (rc_load_relaxed(&cur->epoch) !=
-	    atomic_load_explicit(&rc_mon.epoch, memory_order_acquire))
-		return true;
+	/* Forked or switched: leave the cursor alone. Until the caller has
+	 * dropped its regions and re-initialised it, hits keep seeing the
+	 * old epoch and take the slow path (which waits for the cache
+	 * lock). Epochs only grow, in a child too. */
+	epoch = rc_load_relaxed(&cur->epoch);
+	if (epoch != atomic_load_explicit(&rc_mon.epoch, memory_order_acquire))
+		return epoch < rc_load_relaxed(&fork_epoch) ?
+			       RC_MONITOR_FORKED : RC_MONITOR_SWITCHED;
 
 	/* Read the generation first: every range that moved it is in the
 	 * kernel's ring (bpf) or in the queue by now, so after the pull and
@@ -342,12 +458,20 @@ bool rc_monitor_sync(struct rc_monitor_cursor *cur, rc_invalidate_fn *fn,
 	/* Release: @fn applied every range before this store, so a hit that
 	 * sees the new value also sees those regions dead. */
 	rc_store_release(&cur->gen_seen, gen);
-	return false;
+	return RC_MONITOR_SYNCED;
 }
 
-int rc_monitor_watch(uintptr_t start, uintptr_t end)
+int rc_monitor_watch(uintptr_t start, uintptr_t end,
+		     struct rc_monitor_ticket *ticket)
 {
-	return rc_mon.ops->watch(&rc_mon, start, end);
+	const struct rc_monitor_active *a = rc_monitor_active();
+	int ret = a->ops.watch(&rc_mon, start, end);
+
+	if (!ret) {
+		ticket->incarnation = a->incarnation;
+		ticket->undo = a->backend->unwatch != NULL;
+	}
+	return ret;
 }
 
 void rc_monitor_unwatch(uintptr_t start, uintptr_t end)
@@ -370,7 +494,7 @@ const char *regcache_monitor_name(void)
 	} else {
 		/* Nobody uses the monitor: try the selection and undo it, so
 		 * nothing stays attached (a BPF load costs ~100 ms). */
-		start_backend();
+		start_backend(false);
 		name = rc_mon.ops->name;
 		stop_backend();
 	}

@@ -22,6 +22,7 @@
 
 struct watch {
 	uintptr_t start, end;	/* page-aligned; start == 0: empty slot */
+	bool undo;		/* rc_monitor_unwatch() it (the ticket's) */
 };
 
 /*
@@ -75,7 +76,7 @@ int regcache_subscriber_create(struct regcache_subscriber **sub)
 	pthread_mutex_init(&s->lock, NULL);
 	rc_monitor_cursor_init(&s->cur);
 	rc_info("subscriber %p reads monitor \"%s\"", (void *)s,
-		rc_mon.ops ? rc_mon.ops->name : "none");
+		rc_monitor_active() ? rc_monitor_active()->ops.name : "none");
 	*sub = s;
 	return 0;
 }
@@ -85,7 +86,7 @@ void regcache_subscriber_destroy(struct regcache_subscriber *s)
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->cap; i++)
-		if (s->watches[i].start)
+		if (s->watches[i].start && s->watches[i].undo)
 			rc_monitor_unwatch(s->watches[i].start,
 					   s->watches[i].end);
 	free(s->watches);
@@ -96,14 +97,17 @@ void regcache_subscriber_destroy(struct regcache_subscriber *s)
 
 unsigned regcache_subscriber_caps(const struct regcache_subscriber *s)
 {
+	const struct rc_monitor_active *a = rc_monitor_active();
 	unsigned caps = 0;
 
 	(void)s;
-	if (rc_mon.caps.can_cache)
+	if (!a)
+		return 0;
+	if (a->caps.can_cache)
 		caps |= REGCACHE_MONITOR_CAN_CACHE;
-	if (rc_mon.caps.can_cache && rc_mon.caps.synchronous)
+	if (a->caps.can_cache && a->caps.synchronous)
 		caps |= REGCACHE_MONITOR_SYNCHRONOUS;
-	if (rc_mon.caps.validate_hits)
+	if (a->caps.validate_hits)
 		caps |= REGCACHE_MONITOR_CHECK_HITS;
 	return caps;
 }
@@ -138,13 +142,13 @@ static struct watch *watch_find(struct regcache_subscriber *s,
 }
 
 static void watch_put(struct watch *tab, size_t cap, uintptr_t start,
-		      uintptr_t end)
+		      uintptr_t end, bool undo)
 {
 	size_t i = watch_hash(start, end) & (cap - 1);
 
 	while (tab[i].start)
 		i = (i + 1) & (cap - 1);
-	tab[i] = (struct watch){ start, end };
+	tab[i] = (struct watch){ start, end, undo };
 }
 
 static int watch_grow(struct regcache_subscriber *s)
@@ -157,7 +161,7 @@ static int watch_grow(struct regcache_subscriber *s)
 	for (size_t i = 0; i < s->cap; i++)
 		if (s->watches[i].start)
 			watch_put(tab, cap, s->watches[i].start,
-				  s->watches[i].end);
+				  s->watches[i].end, s->watches[i].undo);
 	free(s->watches);
 	s->watches = tab;
 	s->cap = cap;
@@ -194,7 +198,8 @@ static void watch_forget_locked(struct regcache_subscriber *s, uintptr_t start,
 		struct watch *w = &s->watches[i];
 
 		if (w->start && w->start < end && start < w->end) {
-			rc_monitor_unwatch(w->start, w->end);
+			if (w->undo)
+				rc_monitor_unwatch(w->start, w->end);
 			/* A later slot may have shifted into i: look again. */
 			watch_delete(s, w);
 			continue;
@@ -206,6 +211,7 @@ static void watch_forget_locked(struct regcache_subscriber *s, uintptr_t start,
 int regcache_subscriber_watch(struct regcache_subscriber *s, const void *addr,
 			      size_t len)
 {
+	struct rc_monitor_ticket ticket;
 	uintptr_t start, end;
 	int ret = 0;
 
@@ -222,9 +228,9 @@ int regcache_subscriber_watch(struct regcache_subscriber *s, const void *addr,
 		if (ret)
 			goto out;
 	}
-	ret = rc_monitor_watch(start, end);
+	ret = rc_monitor_watch(start, end, &ticket);
 	if (!ret) {
-		watch_put(s->watches, s->cap, start, end);
+		watch_put(s->watches, s->cap, start, end, ticket.undo);
 		s->nwatches++;
 	}
 out:
@@ -243,7 +249,8 @@ void regcache_subscriber_unwatch(struct regcache_subscriber *s,
 	pthread_mutex_lock(&s->lock);
 	w = watch_find(s, start, end);
 	if (w) {
-		rc_monitor_unwatch(start, end);
+		if (w->undo)
+			rc_monitor_unwatch(start, end);
 		watch_delete(s, w);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -256,7 +263,7 @@ int regcache_subscriber_check(const struct regcache_subscriber *s,
 
 	if (!s || !page_range(addr, len, &start, &end))
 		return -EINVAL;
-	if (!rc_mon.caps.validate_hits)
+	if (!rc_monitor_validates_hits())
 		return 0;
 	return rc_monitor_validate(start, end) ? -ESTALE : 0;
 }
@@ -293,11 +300,23 @@ int regcache_subscriber_sync(struct regcache_subscriber *s,
 	pthread_mutex_lock(&s->lock);
 	/* A thread that waited for another's sync may find nothing left;
 	 * rc_monitor_sync() then reports nothing and returns at once. */
-	if (rc_monitor_sync(&s->cur, report, &x)) {
-		/* Forked: the foreign cache's registrations are the parent's.
-		 * Tell it everything changed (it decides what to keep), and
-		 * forget our watches without unwatching: the child's monitor
-		 * is a fresh one. */
+	switch (rc_monitor_sync(&s->cur, report, &x)) {
+	case RC_MONITOR_SYNCED:
+		break;
+	case RC_MONITOR_SWITCHED:
+		/* Another backend took over: a watch with an undo was taken
+		 * by it (only a backend without ->unwatch hands over), so
+		 * undo those; the retired one's need nothing. */
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->watches[i].start && s->watches[i].undo)
+				rc_monitor_unwatch(s->watches[i].start,
+						   s->watches[i].end);
+		/* fall through */
+	case RC_MONITOR_FORKED:
+		/* Tell the foreign cache everything changed (after a fork its
+		 * registrations are the parent's: it decides what to keep),
+		 * and forget the watch set; after a fork without unwatching:
+		 * the child's monitor is a fresh one. */
 		free(s->watches);
 		s->watches = NULL;
 		s->cap = s->nwatches = 0;

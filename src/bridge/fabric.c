@@ -204,7 +204,8 @@ static bool cacheable(const struct pin *was, uintptr_t start, uintptr_t end)
 {
 	if (changed_since(thread_seen, start, end))
 		return false;
-	if (fb.caps & REGCACHE_MONITOR_SYNCHRONOUS)
+	/* Re-read: the monitor may have fallen back to another backend. */
+	if (regcache_subscriber_caps(fb.sub) & REGCACHE_MONITOR_SYNCHRONOUS)
 		return true;
 	return was->start == start && was->end == end && was->watch_call &&
 	       was->watch_call <= thread_call &&
@@ -294,7 +295,7 @@ static bool mon_valid(struct fid_mem_monitor *mon, const void *addr,
 	/* Userfaultfd: a change in flight is published before the sync
 	 * below, or the hit is refused. The probe must come first: once it
 	 * passed, the sync has every change that returned before it. */
-	if ((fb.caps & REGCACHE_MONITOR_CHECK_HITS) &&
+	if ((regcache_subscriber_caps(fb.sub) & REGCACHE_MONITOR_CHECK_HITS) &&
 	    regcache_subscriber_check(fb.sub, addr, len))
 		ok = false;
 	sync_seen();

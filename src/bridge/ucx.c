@@ -147,7 +147,7 @@ rc_bridge_hidden void rc_ucx_before_get(void *rcache, void *addr, size_t len)
 	/* Userfaultfd: wait until no change is in flight, so that the sync
 	 * below has every change that returned before this lookup; if one
 	 * stays in flight, make the lookup miss. The probe must come first. */
-	if ((ub.caps & REGCACHE_MONITOR_CHECK_HITS) &&
+	if ((regcache_subscriber_caps(ub.sub) & REGCACHE_MONITOR_CHECK_HITS) &&
 	    regcache_subscriber_check(ub.sub, addr, len))
 		ub.vm_munmap((void *)start, end - start);
 	if (!regcache_subscriber_current(ub.sub))

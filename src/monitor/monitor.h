@@ -62,7 +62,9 @@ struct rc_monitor_caps {
  *            pass-through. Calls nest: watch/unwatch pairs are balanced per
  *            range, and the backend coalesces as it likes. Thread-safe.
  * @unwatch:  the cache has deregistered a region it had watched with the
- *            same range. Thread-safe. May be a no-op.
+ *            same range. Thread-safe. NULL when watches need no undoing;
+ *            only such a backend may hand over to another
+ *            (rc_monitor_fall_back()).
  * @pull:     move events that the kernel queued (e.g. a BPF ring buffer)
  *            into the queue with rc_monitor_publish(). Called with the
  *            monitor lock held, so publishing is single-producer. NULL when
@@ -108,7 +110,8 @@ struct rc_queue_slot {
  *   *gen moves after every publish (gen == &queue_head unless a backend
  *   supplies its own word)
  *   *fork_guard == epoch, except in a forked child that has not recovered
- *   yet, where the kernel zeroed it (MADV_WIPEONFORK)
+ *   yet, where the kernel zeroed it (MADV_WIPEONFORK), and while
+ *   rc_monitor_fall_back() runs (it moves both twice)
  */
 struct rc_monitor {
 	/* Read on every hit, written rarely: keep on its own line. gen is
@@ -118,8 +121,10 @@ struct rc_monitor {
 	_Atomic(_Atomic uint64_t *) gen;
 	_Atomic uint64_t *fork_guard;
 	_Atomic uint64_t epoch;
-	struct rc_monitor_caps caps;
-	const struct rc_monitor_ops *ops;
+	struct rc_monitor_caps caps;	/* written by ->start() only */
+	/* The active backend's ops inside its struct rc_monitor_active
+	 * (../monitor.h); re-pointed at a switch while others read it. */
+	const struct rc_monitor_ops *_Atomic ops;
 	void *backend;
 
 	_Atomic uint64_t queue_head __attribute__((aligned(rc_cacheline)));
@@ -138,6 +143,23 @@ rc_hidden void rc_monitor_publish(struct rc_monitor *mon, uintptr_t start,
 
 /** rc_monitor_publish_all - publish "everything changed" (drop, overflow) */
 rc_hidden void rc_monitor_publish_all(struct rc_monitor *mon);
+
+/**
+ * rc_monitor_fall_back - the active backend @from gives up for good
+ * @why: for the log line ("the daemon is gone for 5000 ms", ...).
+ *
+ * Starts the next backend of the default order that works and makes it
+ * the active one; @from is retired (stopped at the last release, or
+ * dropped in a forked child). Every cache and subscriber then notices
+ * RC_MONITOR_SWITCHED at its next sync. Only a backend without ->unwatch
+ * and without a thread of its own (it publishes from ->pull only) may ask.
+ * Does nothing if @from is no longer the active backend. Takes the monitor
+ * lock and starts a backend: call it with no cache lock and none of the
+ * backend's own locks held (a subscriber's lock is taken before the
+ * monitor lock anyway).
+ */
+rc_hidden void rc_monitor_fall_back(const struct rc_monitor_ops *from,
+				    const char *why);
 
 extern rc_hidden const struct rc_monitor_ops rc_monitor_none_ops;
 extern rc_hidden const struct rc_monitor_ops rc_monitor_uffd_ops;

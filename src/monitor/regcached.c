@@ -15,6 +15,13 @@
  * refuses (pass-through). A later miss reconnects and hands the same ring
  * to the new daemon, so the generation keeps growing; the first pull after
  * that invalidates everything once more, for the gap.
+ *
+ * A daemon that stays away longer than $REGCACHE_REGCACHED_FALLBACK_MS
+ * (default 5 s, 0: never), or one that answers but will not take our ring
+ * back, is given up for good: the miss that finds out asks the monitor to
+ * fall back to the next backend (rc_monitor_fall_back()), after releasing
+ * our locks. Watches taken here need no undoing (no ->unwatch), which is
+ * what lets another backend take over.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -48,6 +55,9 @@
 /* Watches already granted, remembered so a miss on the same file costs no
  * round trip. */
 #define RCD_KNOWN_FILES 64
+/* How long a daemon may stay away before we fall back to another
+ * backend; $REGCACHE_REGCACHED_FALLBACK_MS overrides, 0: never. */
+#define RCD_FALLBACK_MS 5000
 
 static struct rcd_backend {
 	/* Socket use (requests, reconnect); never held by pull. */
@@ -67,6 +77,13 @@ static struct rcd_backend {
 	 * position (those are multiples of 8). */
 	_Atomic uint64_t dead_gen;
 	double next_retry_ms;
+	/* Set by go_dead (ring_lock), read by watch (sock_lock). */
+	_Atomic uint64_t dead_since_ms;
+	long fallback_ms;	/* < 0: never fall back */
+	bool gave_up;		/* asked to fall back (sock_lock) */
+	unsigned dropped;	/* resumes in a row that a daemon accepted
+				   and then dropped unanswered (sock_lock) */
+	bool told_no_fallback;	/* sock_lock */
 	unsigned nknown;
 	struct {
 		__u64 dev, ino, lo, hi;
@@ -250,7 +267,27 @@ static void teardown(bool in_child)
 	rc_vma_source_close(&rb.vmas);
 	rb.nknown = 0;
 	rb.resumed = false;
+	rb.gave_up = false;
+	rb.dropped = 0;
+	rb.told_no_fallback = false;
 	rc_store_relaxed(&rb.dead, false);
+}
+
+static long fallback_ms(void)
+{
+	const char *e = getenv("REGCACHE_REGCACHED_FALLBACK_MS");
+	char *end;
+	long ms;
+
+	if (!e || !*e)
+		return RCD_FALLBACK_MS;
+	ms = strtol(e, &end, 10);
+	if (*end || ms < 0) {
+		rc_warn("REGCACHE_REGCACHED_FALLBACK_MS=%s is not a number of "
+			"milliseconds; using %d", e, RCD_FALLBACK_MS);
+		return RCD_FALLBACK_MS;
+	}
+	return ms ? ms : -1;
 }
 
 static int rcd_start(struct rc_monitor *mon)
@@ -261,6 +298,7 @@ static int rcd_start(struct rc_monitor *mon)
 	int ret;
 
 	pthread_once(&atfork_once, register_atfork);
+	rb.fallback_ms = fallback_ms();
 	snprintf(rb.path, sizeof(rb.path), "%s", socket_path());
 	rb.ring.page = sysconf(_SC_PAGESIZE);
 	rb.sock = connect_daemon(rb.path);
@@ -312,6 +350,7 @@ static void go_dead(struct rc_monitor *mon, const char *why)
 	if (rc_load_relaxed(&rb.dead))
 		return;
 	rc_store_relaxed(&rb.dead_gen, rc_load_relaxed(&rb.dead_gen) + 2);
+	rc_store_relaxed(&rb.dead_since_ms, (uint64_t)now_ms());
 	rc_store_release(&rb.dead, true);
 	atomic_store_explicit(&mon->gen, &rb.dead_gen, memory_order_release);
 	rc_warn("regcached: %s: every cached registration is dropped and new "
@@ -379,8 +418,14 @@ static void rcd_pull(struct rc_monitor *mon)
 	pthread_mutex_unlock(&rb.ring_lock);
 }
 
-/* The daemon is back? Hand it our ring (sock_lock held). */
-static int resume(struct rc_monitor *mon)
+/*
+ * The daemon is back? Hand it our ring (sock_lock held). *@refused: a
+ * daemon is there and will not take it: it answered with an error, does
+ * not feed our ring, or twice in a row accepted the connection and closed
+ * it unanswered or said "try again" (once may be the old daemon's
+ * listening socket still closing as it exits).
+ */
+static int resume(struct rc_monitor *mon, bool *refused)
 {
 	struct rcd_request q = { .op = RCD_REGISTER,
 				 .flags = RCD_REGISTER_RESUME };
@@ -396,10 +441,17 @@ static int resume(struct rc_monitor *mon)
 	sock = connect_daemon(rb.path);
 	if (sock < 0) {
 		rb.next_retry_ms = now_ms() + RCD_RETRY_MS;
+		rb.dropped = 0;
 		return sock;
 	}
 	ret = call(sock, &q, rb.ring_fd, &r, NULL);
 	if (ret) {
+		/* No answer, or "try again": maybe a daemon on its way out
+		 * or in; an error answer is a refusal. */
+		bool unsure = ret == -EPIPE || ret == -EAGAIN;
+
+		rb.dropped = unsure ? rb.dropped + 1 : 0;
+		*refused = !unsure || rb.dropped >= 2;
 		close(sock);
 		rb.next_retry_ms = now_ms() + RCD_RETRY_MS;
 		rc_info("regcached: the daemon at %s did not take our ring "
@@ -415,6 +467,7 @@ static int resume(struct rc_monitor *mon)
 	if (page != MAP_FAILED)
 		munmap(page, RC_PAGE);
 	if (rc_load_acquire(rb.ring.gen) == before) {
+		*refused = true;
 		close(sock);
 		rb.next_retry_ms = now_ms() + RCD_RETRY_MS;
 		rc_info("regcached: the new daemon does not feed our ring");
@@ -430,6 +483,42 @@ static int resume(struct rc_monitor *mon)
 	pthread_mutex_unlock(&rb.ring_lock);
 	rc_warn("regcached: the daemon is back at %s; caching resumes", rb.path);
 	return 0;
+}
+
+/*
+ * After a failed resume (sock_lock held): is it time to give the daemon up
+ * for good? Returns why (written into @why), or NULL to keep waiting. At
+ * once if a daemon refused our ring; else after the grace period since
+ * the daemon went away.
+ */
+static const char *give_up(bool refused, int err, char *why, size_t len)
+{
+	uint64_t gone = (uint64_t)now_ms() - rc_load_relaxed(&rb.dead_since_ms);
+
+	if (rb.gave_up)
+		return NULL;
+	if (rb.fallback_ms < 0) {
+		if (!rb.told_no_fallback)
+			rc_warn("regcached: REGCACHE_REGCACHED_FALLBACK_MS=0: no "
+				"fallback to another monitor; registrations stay "
+				"uncached until the daemon at %s is back",
+				rb.path);
+		rb.told_no_fallback = true;
+		return NULL;
+	}
+	if (refused)
+		snprintf(why, len, "the daemon at %s did not take our ring "
+			 "back (%s)", rb.path, err == -EPIPE ?
+			 "it closed the connection unanswered, twice in a row" :
+			 strerror(-err));
+	else if (gone >= (uint64_t)rb.fallback_ms)
+		snprintf(why, len, "the daemon at %s is gone for %llu ms "
+			 "(REGCACHE_REGCACHED_FALLBACK_MS=%ld)", rb.path,
+			 (unsigned long long)gone, rb.fallback_ms);
+	else
+		return NULL;
+	rb.gave_up = true;
+	return why;
 }
 
 static bool known_covers(__u64 dev, __u64 ino, __u64 lo, __u64 hi)
@@ -531,12 +620,21 @@ static int watch_file(const struct rc_procmap_query *q, uintptr_t start,
 static int rcd_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 {
 	uintptr_t addr = start;
+	const char *give_up_why = NULL;
+	char why[sizeof(rb.path) + 128];
 	int ret = 0;
 
 	pthread_mutex_lock(&rb.sock_lock);
-	if (rc_load_acquire(&rb.dead) && resume(mon)) {
-		ret = -ENOTCONN;
-		goto out;
+	if (rc_load_acquire(&rb.dead)) {
+		bool refused = false;
+
+		/* Given up: another backend takes over (or just did). */
+		ret = rb.gave_up ? -ENOTCONN : resume(mon, &refused);
+		if (ret) {
+			give_up_why = give_up(refused, ret, why, sizeof(why));
+			ret = -ENOTCONN;
+			goto out;
+		}
 	}
 	while (addr < end) {
 		struct rc_procmap_query q;
@@ -572,6 +670,9 @@ static int rcd_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 	}
 out:
 	pthread_mutex_unlock(&rb.sock_lock);
+	/* Outside our locks: the monitor lock is taken before them (pull). */
+	if (give_up_why)
+		rc_monitor_fall_back(&rc_monitor_regcached_ops, give_up_why);
 	return ret;
 }
 
