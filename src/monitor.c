@@ -329,10 +329,13 @@ static void recover_from_fork(void)
  * an undo (struct rc_monitor_ticket): nothing is ever unwatched on the new
  * backend that it did not watch.
  */
-void rc_monitor_fall_back(const struct rc_monitor_ops *from, const char *why)
+bool rc_monitor_fall_back(const struct rc_monitor_ops *from, const char *why)
 {
 	const struct rc_monitor_active *old;
 	size_t n = sizeof(backends) / sizeof(backends[0]), i = 0;
+	_Atomic uint64_t *old_gen;
+	void *old_backend;
+	struct rc_monitor_caps old_caps;
 
 	pthread_mutex_lock(&mon_lock);
 	old = rc_monitor_active();
@@ -340,16 +343,23 @@ void rc_monitor_fall_back(const struct rc_monitor_ops *from, const char *why)
 	if (!mon_users || !old || old->backend != from || from->unwatch ||
 	    rc_load_relaxed(rc_mon.fork_guard) == 0) {
 		pthread_mutex_unlock(&mon_lock);
-		return;
+		return false;
 	}
+	old_gen = atomic_load_explicit(&rc_mon.gen, memory_order_relaxed);
+	old_backend = rc_mon.backend;
+	old_caps = rc_mon.caps;
 	bump_epoch();
 	rc_monitor_publish_all(&rc_mon);
 	while (i < n && backends[i] != from)
 		i++;
+	/* Only to a backend that can cache: "none" would serve everything
+	 * uncached, as @from already does, but stop telling subscribers that
+	 * everything changes (a forwarding thread would then never flush
+	 * its cache again) and stop waiting for the daemon to come back. */
 	for (i++; i < n; i++) {
 		int ret;
 
-		if (!backends[i]->start)
+		if (!backends[i]->start || backends[i] == &rc_monitor_none_ops)
 			continue;
 		ret = try_backend(backends[i]);
 		if (!ret)
@@ -357,16 +367,26 @@ void rc_monitor_fall_back(const struct rc_monitor_ops *from, const char *why)
 		rc_info("monitor backend \"%s\" unavailable: %s (regcache-info "
 			"says why)", backends[i]->name, strerror(-ret));
 	}
-	if (i >= n)	/* @from was not in the list; "none" always starts */
-		try_backend(&rc_monitor_none_ops);
+	if (i >= n) {
+		/* @from stays, as it was; the caches resync once more. */
+		atomic_store_explicit(&rc_mon.gen, old_gen,
+				      memory_order_release);
+		rc_mon.backend = old_backend;
+		rc_mon.caps = old_caps;
+		bump_epoch();
+		rc_warn("monitor backend \"%s\": %s; no other monitor can "
+			"cache here (regcache-info says why): registrations "
+			"stay uncached until it is back", from->name, why);
+		pthread_mutex_unlock(&mon_lock);
+		return false;
+	}
 	retired = from;
 	bump_epoch();
-	rc_warn("monitor backend \"%s\": %s; falling back to \"%s\"%s",
-		from->name, why, rc_mon.ops->name,
-		rc_monitor_can_cache() ?
-			": caching resumes (what it cached was dropped)" :
-			": registrations will not be cached");
+	rc_warn("monitor backend \"%s\": %s; falling back to \"%s\": "
+		"caching resumes (what it cached was dropped)",
+		from->name, why, rc_mon.ops->name);
 	pthread_mutex_unlock(&mon_lock);
+	return true;
 }
 
 void rc_monitor_cursor_init(struct rc_monitor_cursor *cur)

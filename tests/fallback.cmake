@@ -7,7 +7,7 @@ function(fallback_add_tests)
     return()
   endif()
   regcached_add_test(NAME regcached-fallback SOURCES regcached-fallback.c
-    RUNS "-:fallback" "disabled:disabled")
+    RUNS "-:fallback" "disabled:disabled" "nowhere:nowhere")
   # The new daemon allows one connection per uid, which a forked child of
   # the test takes first: our ring is refused.
   regcached_add_test(NAME regcached-fallback-refused PROGRAM regcached-fallback

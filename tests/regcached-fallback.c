@@ -22,12 +22,19 @@
  * MODE "refused": the daemon comes back but refuses our ring (another
  * process of our uid holds the one connection --max-per-user allows): the
  * process falls back at once, long before the grace period (60 s here).
+ * MODE "nowhere": no other monitor can cache here (uid 65534 may not load
+ * BPF programs, and a seccomp filter denies userfaultfd): past the grace
+ * period (500 ms) the process stays on the dead daemon, uncached, and says
+ * so, rather than fall back to "none" (which would stop telling the
+ * bridges' subscribers that everything changed); when the daemon is back,
+ * it resumes and caches again, DMA-correct.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -394,6 +401,36 @@ static void mode_refused(void)
 	T_CHECK(!log_has("(bug)"));
 }
 
+static void mode_nowhere(void)
+{
+	char *c = t_map(LEN);
+	uint64_t before;
+	double waited;
+
+	touch(c, 1);
+	daemon_ctl('K');
+	waited = gets_until_log(c, "no other monitor can cache here", 10);
+	printf("found nothing to fall back to %.2f s after the kill "
+	       "(grace 0.5 s)\n", waited);
+	T_CHECK(waited >= 0);
+	T_CHECK(!log_has("falling back"));
+	T_CHECK(!strcmp(regcache_monitor_name(), "regcached"));
+	before = hits();
+	for (int i = 0; i < 10; i++)
+		touch(c, 10 + i);
+	T_EXPECT_EQ(before, hits());
+	daemon_ctl('S');
+	waited = gets_until_log(c, "the daemon is back at", 10);
+	printf("resumed %.2f s after the daemon's restart\n", waited);
+	T_CHECK(waited >= 0);
+	touch(c, 30);
+	touch(c, 31);
+	T_CHECK(hits() > before);
+	t_churn_scenario(&ring, cache, c, LEN);
+	log_flush();
+	T_CHECK(!log_has("(bug)"));
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -404,8 +441,11 @@ int main(int argc, char **argv)
 		setenv("REGCACHE_REGCACHED_FALLBACK_MS", "0", 1);
 	else if (!strcmp(mode, "refused"))
 		setenv("REGCACHE_REGCACHED_FALLBACK_MS", "60000", 1);
-	else {
-		fprintf(stderr, "usage: %s fallback|disabled|refused\n",
+	else if (!strcmp(mode, "nowhere")) {
+		setenv("REGCACHE_REGCACHED_FALLBACK_MS", "500", 1);
+		T_REQUIRE(t_seccomp_deny(SYS_userfaultfd, EPERM) == 0);
+	} else {
+		fprintf(stderr, "usage: %s fallback|disabled|refused|nowhere\n",
 			argv[0]);
 		return T_EXIT_FAIL;
 	}
@@ -418,8 +458,10 @@ int main(int argc, char **argv)
 		mode_fallback();
 	else if (!strcmp(mode, "disabled"))
 		mode_disabled();
-	else
+	else if (!strcmp(mode, "refused"))
 		mode_refused();
+	else
+		mode_nowhere();
 	regcache_destroy(cache);
 	io_uring_queue_exit(&ring);
 	log_end();

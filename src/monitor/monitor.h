@@ -148,9 +148,11 @@ rc_hidden void rc_monitor_publish_all(struct rc_monitor *mon);
  * rc_monitor_fall_back - the active backend @from gives up for good
  * @why: for the log line ("the daemon is gone for 5000 ms", ...).
  *
- * Starts the next backend of the default order that works and makes it
- * the active one; @from is retired (stopped at the last release, or
- * dropped in a forked child). Every cache and subscriber then notices
+ * Starts the next backend of the default order that works and can cache
+ * ("none" is never taken) and makes it the active one; @from is retired
+ * (stopped at the last release, or dropped in a forked child). Returns
+ * true then; false if nothing changed, or if no such backend starts, in
+ * which case @from stays active (and may ask again later). Every cache and subscriber then notices
  * RC_MONITOR_SWITCHED at its next sync. Only a backend without ->unwatch
  * and without a thread of its own (it publishes from ->pull only) may ask.
  * Does nothing if @from is no longer the active backend. Takes the monitor
@@ -158,7 +160,7 @@ rc_hidden void rc_monitor_publish_all(struct rc_monitor *mon);
  * backend's own locks held (a subscriber's lock is taken before the
  * monitor lock anyway).
  */
-rc_hidden void rc_monitor_fall_back(const struct rc_monitor_ops *from,
+rc_hidden bool rc_monitor_fall_back(const struct rc_monitor_ops *from,
 				    const char *why);
 
 extern rc_hidden const struct rc_monitor_ops rc_monitor_none_ops;

@@ -671,8 +671,15 @@ static int rcd_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 out:
 	pthread_mutex_unlock(&rb.sock_lock);
 	/* Outside our locks: the monitor lock is taken before them (pull). */
-	if (give_up_why)
-		rc_monitor_fall_back(&rc_monitor_regcached_ops, give_up_why);
+	if (give_up_why &&
+	    !rc_monitor_fall_back(&rc_monitor_regcached_ops, give_up_why)) {
+		/* Nothing to fall back to: keep trying the daemon, and the
+		 * fallback again after another grace period. */
+		pthread_mutex_lock(&rb.sock_lock);
+		rb.gave_up = false;
+		rc_store_relaxed(&rb.dead_since_ms, (uint64_t)now_ms());
+		pthread_mutex_unlock(&rb.sock_lock);
+	}
 	return ret;
 }
 
