@@ -151,9 +151,9 @@ rc_hidden void rc_monitor_publish_all(struct rc_monitor *mon);
  * Starts the next backend of the default order that works and can cache
  * ("none" is never taken) and makes it the active one; @from is retired
  * (stopped at the last release, or dropped in a forked child). Returns
- * true then; false if nothing changed, or if no such backend starts, in
- * which case @from stays active (and may ask again later). Every cache and subscriber then notices
- * RC_MONITOR_SWITCHED at its next sync. Only a backend without ->unwatch
+ * true then, and every cache and subscriber notices RC_MONITOR_SWITCHED
+ * at its next sync; false if nothing changed, or if no such backend
+ * starts, in which case @from stays active (and may ask again later). Only a backend without ->unwatch
  * and without a thread of its own (it publishes from ->pull only) may ask.
  * Does nothing if @from is no longer the active backend. Takes the monitor
  * lock and starts a backend: call it with no cache lock and none of the
