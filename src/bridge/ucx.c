@@ -54,6 +54,11 @@ static struct {
 	pid_t thread_pid;	/* the process that started it */
 	_Atomic bool stop;
 	long poll_ns;		/* 0: the thread sleeps until a change */
+	/* How long it keeps polling after a change before it sleeps again: a
+	 * woken thread needs the scheduler (in a VM, the host) to run it, a
+	 * polling one is running already, so changes that come in bursts
+	 * keep the polling window. Nothing is spent once changes stop. */
+	int64_t linger_ns;
 	void *wake_page;
 	uintptr_t page_mask;
 	void (*set_external_event)(int events);
@@ -169,12 +174,23 @@ rc_bridge_hidden void rc_ucx_before_get(void *rcache, void *addr, size_t len)
 	}
 }
 
+static int64_t monotonic_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+
 /* UCX >= 1.14: UCP's hit path is inline, so a thread forwards. It sleeps
- * until the monitor reports a change; REGCACHE_UCX_POLL_US, or a monitor
- * that cannot wake it, makes it poll instead. */
+ * until the monitor reports a change, then polls every 20 us while changes
+ * keep coming; REGCACHE_UCX_POLL_US, or a monitor that cannot wake it,
+ * makes it poll always. */
 static void *forward_thread(void *arg)
 {
-	struct timespec ts = { 0, ub.poll_ns };
+	struct timespec ts = { 0, ub.poll_ns ? ub.poll_ns : 20000 };
+	int64_t last_change = 0;
 
 	(void)arg;
 	prctl(PR_SET_NAME, "rc-ucx-forward");
@@ -185,9 +201,10 @@ static void *forward_thread(void *arg)
 
 		if (!regcache_subscriber_current(ub.sub)) {
 			sync_forward();
+			last_change = monotonic_ns();
 			continue;
 		}
-		if (ub.poll_ns) {
+		if (ub.poll_ns || monotonic_ns() - last_change < ub.linger_ns) {
 			nanosleep(&ts, NULL);
 			continue;
 		}
@@ -197,7 +214,7 @@ static void *forward_thread(void *arg)
 			rc_bridge_log("regcache-ucx: cannot sleep until the "
 				      "monitor reports a change (%s); polling "
 				      "every 20 us instead", strerror(-ret));
-			ub.poll_ns = ts.tv_nsec = 20000;
+			ub.poll_ns = ts.tv_nsec;
 		}
 	}
 	return NULL;
@@ -259,11 +276,13 @@ static void setup(void)
 	ub.active = true;
 	if (ub.thread_mode) {
 		const char *poll = getenv("REGCACHE_UCX_POLL_US");
+		const char *linger = getenv("REGCACHE_UCX_LINGER_US");
 
 		/* 0: sleep in regcache_subscriber_wait(). */
 		ub.poll_ns = poll ? atol(poll) * 1000 : 0;
 		if (poll && (ub.poll_ns <= 0 || ub.poll_ns >= 1000000000))
 			ub.poll_ns = 20000;
+		ub.linger_ns = (linger ? atol(linger) : 2000) * 1000;
 		/* Unmapped at exit: a change that wakes the thread. */
 		ub.wake_page = mmap(NULL, ub.page_mask + 1, PROT_NONE,
 				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
