@@ -12,7 +12,8 @@
  * a new get sees the new pages. Negative control of the wait itself: with
  * nothing changing it returns -ETIMEDOUT after about its timeout. Under
  * "none" nothing is ever reported: the wait times out even across a
- * munmap. Bad input: -EINVAL.
+ * munmap. A child forked while the sleeper sleeps: its first wait returns
+ * at once, and then its own munmap wakes it. Bad input: -EINVAL.
  *
  * With the argument "bench" it measures instead what a sleeper costs the
  * unmapping thread: munmap of one cached page, medians of rounds without
@@ -27,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -98,6 +100,16 @@ static void *puller(void *arg)
 	return NULL;
 }
 
+/* A change that every monitor reports (userfaultfd only watched ones):
+ * wakes the sleeper now rather than at its timeout. */
+static void wake_sleeper(size_t len)
+{
+	char *buf = t_map(len);
+
+	regcache_subscriber_watch(sub, buf, len);
+	munmap(buf, len);
+}
+
 /* A wait that nothing wakes: -ETIMEDOUT after about @ms. */
 static void expect_timeout(int ms, const char *what)
 {
@@ -141,6 +153,73 @@ static int run_none(size_t len)
 	return t_exit_status();
 }
 
+static void ignore(void *arg, uintptr_t start, uintptr_t end)
+{
+	(void)arg, (void)start, (void)end;
+}
+
+/* In a child forked while the parent's thread sleeps in the wait: the
+ * first wait returns at once (forked: not current), and once synced the
+ * child's own monitor wakes the child's sleeper; nothing hangs on the
+ * parent's lock or bell. */
+static int fork_child(size_t len)
+{
+	char *buf = t_map(len);
+	double t0 = now_ms();
+	pthread_t t;
+	int ret;
+
+	alarm(20);
+	ret = regcache_subscriber_wait(sub, 5000);
+	if (ret || now_ms() - t0 > 1000) {
+		fprintf(stderr, "child: first wait returned %d after %.0f ms, "
+			"expected 0 at once\n", ret, now_ms() - t0);
+		return T_EXIT_FAIL;
+	}
+	regcache_subscriber_sync(sub, ignore, NULL);
+	if (regcache_subscriber_watch(sub, buf, len))
+		return T_EXIT_FAIL;
+	T_REQUIRE(pthread_create(&t, NULL, unmap_later, buf) == 0);
+	t0 = now_ms();
+	ret = regcache_subscriber_wait(sub, 5000);
+	pthread_join(t, NULL);
+	if (ret || now_ms() - t0 > 1000) {
+		fprintf(stderr, "child: wait across a munmap returned %d after "
+			"%.0f ms, expected 0 within 1 s\n", ret, now_ms() - t0);
+		return T_EXIT_FAIL;
+	}
+	printf("ok: forked child: wait returned at once, then woke for the "
+	       "child's own munmap after %.1f ms\n", now_ms() - t0);
+	return T_EXIT_PASS;
+}
+
+static void fork_while_asleep(size_t len)
+{
+	pthread_t ts;
+	pid_t pid;
+	int status;
+
+	atomic_store(&done, false);
+	T_REQUIRE(pthread_create(&ts, NULL, sleeper, NULL) == 0);
+	/* Let it fall asleep (it blocks in the kernel, allocating nothing,
+	 * when the child is forked). */
+	usleep(100000);
+	fflush(stdout);
+	pid = fork();
+	T_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		int ret = fork_child(len);
+
+		fflush(stdout);
+		_exit(ret);
+	}
+	T_REQUIRE(waitpid(pid, &status, 0) == pid);
+	T_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	atomic_store(&done, true);
+	wake_sleeper(len);
+	pthread_join(ts, NULL);
+}
+
 static int run(struct io_uring *ring, struct regcache *c,
 	       struct regcache *pull_cache)
 {
@@ -150,6 +229,7 @@ static int run(struct io_uring *ring, struct regcache *c,
 	pthread_t ts, tp;
 	int i;
 
+	atomic_store(&done, false);
 	T_REQUIRE(pthread_create(&ts, NULL, sleeper, NULL) == 0);
 	T_REQUIRE(pthread_create(&tp, NULL, puller, pull_cache) == 0);
 	for (i = 0; i < n && now_ms() < deadline; i++) {
@@ -207,8 +287,7 @@ static int run(struct io_uring *ring, struct regcache *c,
 		}
 	}
 	atomic_store(&done, true);
-	/* Wakes the sleeper now rather than at its timeout. */
-	munmap(t_map(len), len);
+	wake_sleeper(len);
 	pthread_join(tp, NULL);
 	pthread_join(ts, NULL);
 	printf("%d changes, %d reported late, slowest %.2f ms; %d checked with "
@@ -282,7 +361,7 @@ static int bench(struct regcache *c)
 		T_REQUIRE(pthread_create(&ts, NULL, sleeper, NULL) == 0);
 		asleep[r] = munmap_ns(c, n);
 		atomic_store(&done, true);
-		munmap(t_map(4096), 4096);
+		wake_sleeper(4096);
 		pthread_join(ts, NULL);
 	}
 	qsort(alone, ROUNDS, sizeof(double), cmp);
@@ -334,6 +413,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	expect_timeout(300, "nothing changes");
+	fork_while_asleep(len);
+	regcache_subscriber_sync(sub, on_change, NULL);
 	/* The puller's cache is its own: the DMA cases count this one's
 	 * hits. */
 	t_ring_init(&pull_ring);
