@@ -506,6 +506,18 @@ static int arm_backend(bool on, int *fd)
 	return ret;
 }
 
+/* The backend's descriptor is readable but the generation has not moved
+ * for us: records older than our cursor that nobody has pulled yet (they
+ * keep a ring readable until some sync pulls them). Pull them, or the
+ * poll would return at once, again and again. */
+static void pull_backend(void)
+{
+	pthread_mutex_lock(&mon_lock);
+	if (rc_mon.ops && rc_mon.ops->pull)
+		rc_mon.ops->pull(&rc_mon);
+	pthread_mutex_unlock(&mon_lock);
+}
+
 static int sleep_until_change(const struct rc_monitor_cursor *cur,
 			      int timeout_ms, const struct timespec *end)
 {
@@ -540,9 +552,12 @@ static int sleep_until_change(const struct rc_monitor_cursor *cur,
 			ret = -ETIMEDOUT;
 			break;
 		}
-		if (pfd[1].fd >= 0)
+		if (pfd[1].fd >= 0) {
 			ret = ppoll(pfd, 2, timeout_ms < 0 ? NULL : &left, NULL);
-		else
+			if (ret > 0 && (pfd[1].revents & POLLIN) &&
+			    rc_monitor_current(cur))
+				pull_backend();
+		} else
 			ret = (int)syscall(SYS_futex, &waiter.bell,
 					   FUTEX_WAIT_PRIVATE, bell,
 					   timeout_ms < 0 ? NULL : &left, NULL, 0);

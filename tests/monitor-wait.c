@@ -12,7 +12,8 @@
  * a new get sees the new pages. Negative control of the wait itself: with
  * nothing changing it returns -ETIMEDOUT after about its timeout. Under
  * "none" nothing is ever reported: the wait times out even across a
- * munmap. A child forked while the sleeper sleeps: its first wait returns
+ * munmap. A new subscriber whose ring still holds records nobody pulled
+ * sleeps (little CPU) until its timeout. A child forked while the sleeper sleeps: its first wait returns
  * at once, and then its own munmap wakes it. Bad input: -EINVAL.
  *
  * With the argument "bench" it measures instead what a sleeper costs the
@@ -156,6 +157,41 @@ static int run_none(size_t len)
 static void ignore(void *arg, uintptr_t start, uintptr_t end)
 {
 	(void)arg, (void)start, (void)end;
+}
+
+static double thread_cpu_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* A subscriber created after changes that nobody has pulled yet (bpf
+ * keeps them in the ring, which stays readable): it is current, so its
+ * wait sleeps until the timeout, without spinning on the readable ring. */
+static void unpulled_records(size_t len)
+{
+	struct regcache_subscriber *fresh;
+	char *buf = t_map(len);
+	double cpu;
+	int ret;
+
+	regcache_subscriber_watch(sub, buf, len);
+	unmap(0, buf, len);
+	T_REQUIRE(regcache_subscriber_create(&fresh) == 0);
+	cpu = thread_cpu_ms();
+	ret = regcache_subscriber_wait(fresh, 300);
+	cpu = thread_cpu_ms() - cpu;
+	if (ret != -ETIMEDOUT || cpu > 100) {
+		fprintf(stderr, "fresh subscriber, unpulled records: wait "
+			"returned %d using %.1f ms of CPU in 300 ms\n", ret, cpu);
+		t_failures++;
+	} else {
+		printf("ok: fresh subscriber, unpulled records: -ETIMEDOUT, "
+		       "%.1f ms of CPU in 300 ms\n", cpu);
+	}
+	regcache_subscriber_destroy(fresh);
 }
 
 /* In a child forked while the parent's thread sleeps in the wait: the
@@ -412,6 +448,8 @@ int main(int argc, char **argv)
 		ret = bench(c);
 		goto out;
 	}
+	unpulled_records(len);
+	regcache_subscriber_sync(sub, on_change, NULL);
 	expect_timeout(300, "nothing changes");
 	fork_while_asleep(len);
 	regcache_subscriber_sync(sub, on_change, NULL);

@@ -116,9 +116,14 @@ bool regcache_subscriber_current(const struct regcache_subscriber *sub);
  * For a thread that forwards changes to a cache whose lookups it cannot
  * intercept (the UCX bridge on UCX >= 1.14): it sleeps here instead of
  * polling regcache_subscriber_current(), and syncs when this returns 0.
- * A change reported by the monitor wakes it within microseconds; while
- * nothing changes it uses no CPU. One thread of the process sleeps at a
- * time; other callers wait for it, within their own timeout.
+ * A change reported by the monitor wakes it at once (then the woken thread
+ * waits for a CPU, which can take milliseconds on a loaded machine or in a
+ * VM); while nothing changes it uses no CPU. While a thread sleeps here,
+ * the thread that changes memory pays for the wakeup inside its syscall
+ * (tens of microseconds measured in a VM): a caller that sees changes in
+ * bursts should poll for a while after each one before it sleeps again.
+ * One thread of the process sleeps at a time; other callers wait for it,
+ * within their own timeout.
  *
  * Return: 0 when @sub is not current (also at once, and after a fork);
  * -ETIMEDOUT when it stayed current for @timeout_ms; -EOPNOTSUPP when the
