@@ -8,10 +8,16 @@
  * process-wide: one userfaultfd owner per VMA, one set of BPF programs.
  */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -402,6 +408,8 @@ void rc_monitor_cursor_init(struct rc_monitor_cursor *cur)
 	rc_store_release(&cur->epoch, epoch);
 }
 
+static void wake_waiter(void);
+
 void rc_monitor_publish(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 {
 	uint64_t head = rc_load_relaxed(&mon->queue_head);
@@ -417,6 +425,7 @@ void rc_monitor_publish(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 	/* Release pairs with the acquire in rc_monitor_current() and
 	 * rc_monitor_sync(): the slot is visible before the head moves. */
 	rc_store_release(&mon->queue_head, head + 1);
+	wake_waiter();
 }
 
 void rc_monitor_publish_all(struct rc_monitor *mon)
@@ -520,4 +529,228 @@ const char *regcache_monitor_name(void)
 	}
 	pthread_mutex_unlock(&mon_lock);
 	return name;
+}
+
+/* ------------------------------------------------------------------------
+ * Waiting for a change (docs/monitor-bpf.md, Waiting)
+ * ---------------------------------------------------------------------- */
+
+/*
+ * One sleeper at a time (the lock): it arms, looks at the generation, and
+ * sleeps. Every publish while armed rings it, once per sleep (rung): that
+ * wakes it for ranges that a pull in another thread took from the kernel
+ * between the sleeper's look and its sleep, and for a backend that
+ * publishes from its own thread (userfaultfd). The bell is a futex word,
+ * which any thread can ring; when the backend gives a descriptor to poll
+ * (bpf's ring) the sleeper polls that and an eventfd instead, which the
+ * publishers then write: those are pulls in threads that share the
+ * application's file table, unlike the userfaultfd monitor's thread.
+ */
+static struct {
+	pthread_mutex_t lock;
+	int fd;			/* eventfd; -1 until the first wait */
+	_Atomic int pub_fd;	/* fd while the sleeper polls it, else -1 */
+	_Atomic uint32_t bell;	/* futex word, moves on every ring */
+	_Atomic bool armed;
+	_Atomic bool rung;
+	pthread_once_t once;
+} waiter = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.fd = -1,
+	.pub_fd = -1,
+	.once = PTHREAD_ONCE_INIT,
+};
+
+static void wake_waiter(void)
+{
+	uint64_t one = 1;
+	ssize_t r = 0;
+	int fd;
+
+	/* Pairs with the fence in sleep_until_change(): either the
+	 * sleeper's look at the generation sees what was just published,
+	 * or this load sees it armed. */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* Acquire: the sleeper set pub_fd before it armed. */
+	if (rc_likely(!atomic_load_explicit(&waiter.armed, memory_order_acquire)) ||
+	    atomic_exchange(&waiter.rung, true))
+		return;
+	fd = atomic_load_explicit(&waiter.pub_fd, memory_order_relaxed);
+	if (fd >= 0) {
+		/* Fails only when the counter is full, i.e. readable. */
+		r = write(fd, &one, sizeof(one));
+		(void)r;
+		return;
+	}
+	atomic_fetch_add(&waiter.bell, 1);
+	syscall(SYS_futex, &waiter.bell, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+		NULL, 0);
+}
+
+/* The child has only the forking thread: a sleeper of the parent never
+ * wakes here, and the eventfd is shared with the parent. Start afresh. */
+static void waiter_atfork_child(void)
+{
+	pthread_mutex_init(&waiter.lock, NULL);
+	if (waiter.fd >= 0)
+		close(waiter.fd);
+	waiter.fd = -1;
+	atomic_store(&waiter.pub_fd, -1);
+	atomic_store(&waiter.armed, false);
+	atomic_store(&waiter.rung, false);
+}
+
+static void waiter_register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, waiter_atfork_child);
+}
+
+static struct timespec deadline_after(clockid_t clock, int timeout_ms)
+{
+	struct timespec t;
+
+	clock_gettime(clock, &t);
+	t.tv_sec += timeout_ms / 1000;
+	t.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	return t;
+}
+
+/* Time left until @end on CLOCK_MONOTONIC, never negative. */
+static struct timespec time_left(const struct timespec *end)
+{
+	struct timespec now, left;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	left.tv_sec = end->tv_sec - now.tv_sec;
+	left.tv_nsec = end->tv_nsec - now.tv_nsec;
+	if (left.tv_nsec < 0) {
+		left.tv_sec--;
+		left.tv_nsec += 1000000000;
+	}
+	if (left.tv_sec < 0)
+		left = (struct timespec){ 0, 0 };
+	return left;
+}
+
+/* Arm (or disarm) the backend under the monitor lock, which orders this
+ * with fork recovery and ->stop(). */
+static int arm_backend(bool on, int *fd)
+{
+	int ret = 0;
+
+	*fd = -1;
+	pthread_mutex_lock(&mon_lock);
+	if (rc_mon.ops && rc_mon.ops->wake)
+		ret = rc_mon.ops->wake(&rc_mon, on, fd);
+	pthread_mutex_unlock(&mon_lock);
+	return ret;
+}
+
+/* The backend's descriptor is readable but the generation has not moved
+ * for us: records older than our cursor that nobody has pulled yet (they
+ * keep a ring readable until some sync pulls them). Pull them, or the
+ * poll would return at once, again and again. */
+static void pull_backend(void)
+{
+	pthread_mutex_lock(&mon_lock);
+	if (rc_mon.ops && rc_mon.ops->pull)
+		rc_mon.ops->pull(&rc_mon);
+	pthread_mutex_unlock(&mon_lock);
+}
+
+static int sleep_until_change(const struct rc_monitor_cursor *cur,
+			      int timeout_ms, const struct timespec *end)
+{
+	struct pollfd pfd[2] = { { .fd = waiter.fd, .events = POLLIN },
+				 { .fd = -1, .events = POLLIN } };
+	int ret;
+
+	ret = arm_backend(true, &pfd[1].fd);
+	if (ret)
+		goto out;
+	atomic_store(&waiter.pub_fd, pfd[1].fd >= 0 ? waiter.fd : -1);
+	atomic_store(&waiter.armed, true);
+	for (;;) {
+		struct timespec left = timeout_ms < 0 ? (struct timespec){ 0, 0 } :
+							 time_left(end);
+		uint32_t bell;
+		uint64_t n;
+
+		atomic_store(&waiter.rung, false);
+		bell = atomic_load(&waiter.bell);
+		if (pfd[1].fd >= 0 && read(waiter.fd, &n, sizeof(n)) < 0 &&
+		    errno != EAGAIN)
+			rc_debug("read(eventfd): %s", strerror(errno));
+		/* Pairs with the fence in wake_waiter(). The backend's arm
+		 * (above) ordered its own reports the same way. */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!rc_monitor_current(cur)) {
+			ret = 0;
+			break;
+		}
+		if (timeout_ms >= 0 && !left.tv_sec && !left.tv_nsec) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		if (pfd[1].fd >= 0) {
+			ret = ppoll(pfd, 2, timeout_ms < 0 ? NULL : &left, NULL);
+			if (ret > 0 && (pfd[1].revents & POLLIN) &&
+			    rc_monitor_current(cur))
+				pull_backend();
+		} else
+			ret = (int)syscall(SYS_futex, &waiter.bell,
+					   FUTEX_WAIT_PRIVATE, bell,
+					   timeout_ms < 0 ? NULL : &left, NULL, 0);
+		if (ret < 0 && errno != EINTR && errno != EAGAIN &&
+		    errno != ETIMEDOUT) {
+			ret = -errno;
+			rc_error("sleeping until the monitor reports a change: %s",
+				 strerror(-ret));
+			break;
+		}
+	}
+out:
+	atomic_store(&waiter.armed, false);
+	atomic_store(&waiter.pub_fd, -1);
+	arm_backend(false, &pfd[1].fd);
+	return ret;
+}
+
+int rc_monitor_wait(const struct rc_monitor_cursor *cur, int timeout_ms)
+{
+	struct timespec end = deadline_after(CLOCK_MONOTONIC, timeout_ms);
+	int ret;
+
+	if (!rc_monitor_current(cur))
+		return 0;
+	pthread_once(&waiter.once, waiter_register_atfork);
+	if (timeout_ms < 0) {
+		ret = pthread_mutex_lock(&waiter.lock);
+	} else {
+		/* Realtime, as sanitizers intercept timedlock but not
+		 * clocklock; a clock step only shortens or lengthens the wait
+		 * for the lock. */
+		struct timespec rt = deadline_after(CLOCK_REALTIME, timeout_ms);
+
+		ret = pthread_mutex_timedlock(&waiter.lock, &rt);
+	}
+	if (ret)
+		return ret == ETIMEDOUT ? -ETIMEDOUT : -ret;
+	if (waiter.fd < 0) {
+		waiter.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (waiter.fd < 0) {
+			ret = -errno;
+			rc_error("eventfd for the monitor's waiter: %s",
+				 strerror(-ret));
+			goto out;
+		}
+	}
+	ret = sleep_until_change(cur, timeout_ms, &end);
+out:
+	pthread_mutex_unlock(&waiter.lock);
+	return ret;
 }

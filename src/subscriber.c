@@ -117,6 +117,15 @@ bool regcache_subscriber_current(const struct regcache_subscriber *s)
 	return rc_monitor_current(&s->cur);
 }
 
+int regcache_subscriber_wait(struct regcache_subscriber *s, int timeout_ms)
+{
+	if (!s || timeout_ms < -1) {
+		rc_error("NULL subscriber or bad timeout %d ms", timeout_ms);
+		return -EINVAL;
+	}
+	return rc_monitor_wait(&s->cur, timeout_ms);
+}
+
 /* ------------------------------------------------------------------------
  * The watch set: open addressing, deletion by backward shift
  * ---------------------------------------------------------------------- */

@@ -109,6 +109,34 @@ unsigned regcache_subscriber_caps(const struct regcache_subscriber *sub);
 bool regcache_subscriber_current(const struct regcache_subscriber *sub);
 
 /**
+ * regcache_subscriber_wait - sleep until there is something to sync
+ * @sub:        the subscriber.
+ * @timeout_ms: how long to wait at most; -1 waits without limit.
+ *
+ * For a thread that forwards changes to a cache whose lookups it cannot
+ * intercept (the UCX bridge on UCX >= 1.14): it sleeps here instead of
+ * polling regcache_subscriber_current(), and syncs when this returns 0.
+ * A change reported by the monitor wakes it at once (then the woken thread
+ * waits for a CPU, which can take milliseconds on a loaded machine or in a
+ * VM); while nothing changes it uses no CPU. While a thread sleeps here,
+ * the thread that changes memory pays for the wakeup inside its syscall
+ * (tens of microseconds measured in a VM): a caller that sees changes in
+ * bursts should poll for a while after each one before it sleeps again.
+ * One thread of the process sleeps at a time; other callers wait for it,
+ * within their own timeout.
+ *
+ * Return: 0 when @sub is not current (also at once, and after a fork);
+ * -ETIMEDOUT when it stayed current for @timeout_ms; -EOPNOTSUPP when the
+ * running monitor cannot wake a sleeper (regcached; bpf where membarrier()
+ * is denied): poll instead; -EINVAL for a NULL @sub or a @timeout_ms below
+ * -1; other -errno from the kernel. Under monitor "none" nothing ever
+ * changes: it returns -ETIMEDOUT.
+ * Context: thread-safe; blocks. Must not race with
+ * regcache_subscriber_destroy() of @sub.
+ */
+int regcache_subscriber_wait(struct regcache_subscriber *sub, int timeout_ms);
+
+/**
  * regcache_subscriber_sync - report every range published since the last sync
  * @sub: the subscriber.
  * @fn:  called once per range, in publication order.

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,13 +53,19 @@ static struct {
 	pthread_t thread;
 	pid_t thread_pid;	/* the process that started it */
 	_Atomic bool stop;
-	long poll_ns;
+	long poll_ns;		/* 0: the thread sleeps until a change */
+	/* How long it keeps polling after a change before it sleeps again: a
+	 * woken thread needs the scheduler (in a VM, the host) to run it, a
+	 * polling one is running already, so changes that come in bursts
+	 * keep the polling window. Nothing is spent once changes stop. */
+	int64_t linger_ns;
+	void *wake_page;
 	uintptr_t page_mask;
 	void (*set_external_event)(int events);
 	void (*vm_munmap)(void *addr, size_t len);
 	_Atomic unsigned long forwarded;	/* ranges, for the tests */
 	_Atomic unsigned long watch_epoch;
-} ub = { .once = PTHREAD_ONCE_INIT };
+} ub = { .once = PTHREAD_ONCE_INIT, .wake_page = MAP_FAILED };
 
 static void setup(void);
 static void stop_thread(void);
@@ -167,19 +174,48 @@ rc_bridge_hidden void rc_ucx_before_get(void *rcache, void *addr, size_t len)
 	}
 }
 
-/* UCX >= 1.14: UCP's hit path is inline, so a thread forwards. */
+static int64_t monotonic_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+
+/* UCX >= 1.14: UCP's hit path is inline, so a thread forwards. It sleeps
+ * until the monitor reports a change, then polls every 20 us while changes
+ * keep coming; REGCACHE_UCX_POLL_US, or a monitor that cannot wake it,
+ * makes it poll always. */
 static void *forward_thread(void *arg)
 {
-	struct timespec ts = { 0, ub.poll_ns };
+	struct timespec ts = { 0, ub.poll_ns ? ub.poll_ns : 20000 };
+	int64_t last_change = 0;
 
 	(void)arg;
+	prctl(PR_SET_NAME, "rc-ucx-forward");
 	/* The default 50 us timer slack would more than double the window. */
 	prctl(PR_SET_TIMERSLACK, 1000ul);
 	while (!atomic_load_explicit(&ub.stop, memory_order_relaxed)) {
-		if (!regcache_subscriber_current(ub.sub))
+		int ret;
+
+		if (!regcache_subscriber_current(ub.sub)) {
 			sync_forward();
-		else
+			last_change = monotonic_ns();
+			continue;
+		}
+		if (ub.poll_ns || monotonic_ns() - last_change < ub.linger_ns) {
 			nanosleep(&ts, NULL);
+			continue;
+		}
+		/* The timeout only bounds how late a lost stop is seen. */
+		ret = regcache_subscriber_wait(ub.sub, 250);
+		if (ret && ret != -ETIMEDOUT) {
+			rc_bridge_log("regcache-ucx: cannot sleep until the "
+				      "monitor reports a change (%s); polling "
+				      "every 20 us instead", strerror(-ret));
+			ub.poll_ns = ts.tv_nsec;
+		}
 	}
 	return NULL;
 }
@@ -240,10 +276,16 @@ static void setup(void)
 	ub.active = true;
 	if (ub.thread_mode) {
 		const char *poll = getenv("REGCACHE_UCX_POLL_US");
+		const char *linger = getenv("REGCACHE_UCX_LINGER_US");
 
-		ub.poll_ns = (poll ? atol(poll) : 20) * 1000;
-		if (ub.poll_ns <= 0 || ub.poll_ns >= 1000000000)
+		/* 0: sleep in regcache_subscriber_wait(). */
+		ub.poll_ns = poll ? atol(poll) * 1000 : 0;
+		if (poll && (ub.poll_ns <= 0 || ub.poll_ns >= 1000000000))
 			ub.poll_ns = 20000;
+		ub.linger_ns = (linger ? atol(linger) : 2000) * 1000;
+		/* Unmapped at exit: a change that wakes the thread. */
+		ub.wake_page = mmap(NULL, ub.page_mask + 1, PROT_NONE,
+				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (pthread_create(&ub.thread, NULL, forward_thread, NULL)) {
 			/* Forward from the lookups that reach us after all:
 			 * every one on 1.13, the misses on newer UCX. */
@@ -303,6 +345,10 @@ static void stop_thread(void)
 	if (getpid() != ub.thread_pid)
 		return;
 	atomic_store_explicit(&ub.stop, true, memory_order_relaxed);
+	/* Wake a thread asleep in regcache_subscriber_wait() now rather
+	 * than at its timeout. */
+	if (ub.wake_page != MAP_FAILED)
+		munmap(ub.wake_page, ub.page_mask + 1);
 	pthread_join(ub.thread, NULL);
 }
 

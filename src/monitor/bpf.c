@@ -36,6 +36,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
+#include <linux/membarrier.h>
 
 #include "../log.h"
 #include "monitor.h"
@@ -894,6 +895,46 @@ static void bpf_stop(struct rc_monitor *mon)
 		 now_ms() - t0);
 }
 
+/*
+ * A thread is about to sleep in rc_monitor_wait() (docs/monitor-bpf.md,
+ * Waiting). The programs read wake_waiter after they reserve a record
+ * (which moves the generation); membarrier() then puts a full barrier into
+ * every thread of this mm between the two: a program that still read 0
+ * reserved its record before that barrier, so the waiter's later look at
+ * the generation sees it; one that reads 1 wakes the ring's poll.
+ */
+static int bpf_wake(struct rc_monitor *mon, bool on, int *fd)
+{
+	long ret;
+
+	(void)mon;
+	if (!ebpf.skel || !ebpf.skel->bss)
+		return -EOPNOTSUPP;
+	if (!on) {
+		__atomic_store_n(&ebpf.skel->bss->wake_waiter, 0,
+				 __ATOMIC_RELAXED);
+		return 0;
+	}
+	__atomic_store_n(&ebpf.skel->bss->wake_waiter, 1, __ATOMIC_SEQ_CST);
+	ret = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+	if (ret && errno == EPERM &&
+	    !syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+		     0, 0))
+		ret = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED,
+			      0, 0);
+	if (ret) {
+		ret = -errno;
+		__atomic_store_n(&ebpf.skel->bss->wake_waiter, 0,
+				 __ATOMIC_RELAXED);
+		rc_info("eBPF monitor: membarrier() failed (%s): a sleeper "
+			"cannot be woken; waiting is unsupported",
+			strerror((int)-ret));
+		return -EOPNOTSUPP;
+	}
+	*fd = ebpf.ring_fd;
+	return 0;
+}
+
 const struct rc_monitor_ops rc_monitor_bpf_ops = {
 	.name = "bpf",
 	.start = bpf_start,
@@ -901,4 +942,5 @@ const struct rc_monitor_ops rc_monitor_bpf_ops = {
 	.pull = bpf_pull,
 	.forked = bpf_forked,
 	.stop = bpf_stop,
+	.wake = bpf_wake,
 };

@@ -80,6 +80,15 @@ struct rc_monitor_caps {
  * @stop:     stop monitoring: unregister, detach, join the thread, close.
  *            Must not hang even if other threads are still unmapping.
  *            Called with the monitor lock held.
+ * @wake:     a thread is about to sleep in rc_monitor_wait() (@on), or has
+ *            woken (!@on). Arming sets *@fd to a descriptor that becomes
+ *            readable when a change is reported without reaching
+ *            rc_monitor_publish() (-1: none), and returns 0 once every
+ *            change whose report the waiter's next look at the generation
+ *            can miss will make *@fd readable; -errno when the backend
+ *            cannot wake a sleeper. NULL: every change is published from
+ *            the backend's own thread (or never), which wakes the sleeper.
+ *            Called with the monitor lock held.
  */
 struct rc_monitor_ops {
 	const char *name;
@@ -90,6 +99,7 @@ struct rc_monitor_ops {
 	int (*validate)(struct rc_monitor *mon, uintptr_t start, uintptr_t end);
 	void (*forked)(struct rc_monitor *mon);
 	void (*stop)(struct rc_monitor *mon);
+	int (*wake)(struct rc_monitor *mon, bool on, int *fd);
 };
 
 /* Queue of published ranges; a power of two. A subscriber that falls more
@@ -153,8 +163,9 @@ rc_hidden void rc_monitor_publish_all(struct rc_monitor *mon);
  * (stopped at the last release, or dropped in a forked child). Returns
  * true then, and every cache and subscriber notices RC_MONITOR_SWITCHED
  * at its next sync; false if nothing changed, or if no such backend
- * starts, in which case @from stays active (and may ask again later). Only a backend without ->unwatch
- * and without a thread of its own (it publishes from ->pull only) may ask.
+ * starts, in which case @from stays active (and may ask again later).
+ * Only a backend without ->unwatch and without a thread of its own (it
+ * publishes from ->pull only) may ask.
  * Does nothing if @from is no longer the active backend. Takes the monitor
  * lock and starts a backend: call it with no cache lock and none of the
  * backend's own locks held (a subscriber's lock is taken before the
@@ -162,6 +173,16 @@ rc_hidden void rc_monitor_publish_all(struct rc_monitor *mon);
  */
 rc_hidden bool rc_monitor_fall_back(const struct rc_monitor_ops *from,
 				    const char *why);
+
+struct rc_monitor_cursor;
+
+/**
+ * rc_monitor_wait - sleep until @cur is not current, or @timeout_ms (-1:
+ * no limit) passed. 0, -ETIMEDOUT, -EOPNOTSUPP when the backend cannot
+ * wake a sleeper, or another -errno. For regcache_subscriber_wait().
+ */
+rc_hidden int rc_monitor_wait(const struct rc_monitor_cursor *cur,
+			      int timeout_ms);
 
 extern rc_hidden const struct rc_monitor_ops rc_monitor_none_ops;
 extern rc_hidden const struct rc_monitor_ops rc_monitor_uffd_ops;

@@ -697,6 +697,15 @@ static void rcd_stop(struct rc_monitor *mon)
 	teardown(false);
 }
 
+/* The daemon's programs submit every record without a wakeup, and a
+ * client may not change that in the daemon's maps: a sleeper would never
+ * wake. Callers poll instead (docs/regcached.md). */
+static int rcd_wake(struct rc_monitor *mon, bool on, int *fd)
+{
+	(void)mon, (void)fd;
+	return on ? -EOPNOTSUPP : 0;
+}
+
 const struct rc_monitor_ops rc_monitor_regcached_ops = {
 	.name = "regcached",
 	.start = rcd_start,
@@ -704,4 +713,5 @@ const struct rc_monitor_ops rc_monitor_regcached_ops = {
 	.pull = rcd_pull,
 	.forked = rcd_forked,
 	.stop = rcd_stop,
+	.wake = rcd_wake,
 };

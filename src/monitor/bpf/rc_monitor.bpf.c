@@ -159,6 +159,12 @@ __u64 nfiles = 0;
 __u64 learn_cookie = 0;
 __u64 learned_tgid = 0;
 __u64 learned_mm = 0;
+/* Set by bpf.c while a thread sleeps in regcache_subscriber_wait() (its
+ * own variable, in the mmaped .bss): records then wake the ring's poll
+ * instead of being submitted silently. Read after the reserve; the waiter
+ * stores it, then membarrier(), then checks the generation
+ * (docs/monitor-bpf.md, Waiting). */
+__u32 wake_waiter = 0;
 
 /* Bytes kept free at the end of a ring (set by bpf.c before loading, see
  * bpf_start): once fewer are free, every record is "everything". */
@@ -198,7 +204,7 @@ static __always_inline void count_drop(__u32 tgid)
 /* Push one record into one ring. Reserving moves the producer position (the
  * generation); the consumer waits for the commit before it reads past it. */
 static __always_inline void emit_ring(void *ring, __u32 tgid, __u64 start,
-				      __u64 end)
+				      __u64 end, bool any_mm)
 {
 	struct rc_bpf_range *rec;
 	__u64 used = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
@@ -232,12 +238,21 @@ static __always_inline void emit_ring(void *ring, __u32 tgid, __u64 start,
 	}
 	rec->start = start;
 	rec->end = end;
-	/* Nobody sleeps on the ring: skip the wakeup's irq_work. */
-	bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+	/* Nobody sleeps on the ring: skip the wakeup's irq_work. A waiter's
+	 * membarrier() orders only threads of its own mm, so a change made
+	 * from another mm (a page-cache hook) wakes whenever the ring was
+	 * drained (flags 0: the kernel's full barrier then decides). */
+	if (any_mm)
+		bpf_ringbuf_submit(rec, 0);
+	else
+		bpf_ringbuf_submit(rec, *(volatile __u32 *)&wake_waiter ?
+						BPF_RB_FORCE_WAKEUP :
+						BPF_RB_NO_WAKEUP);
 }
 
 /* Push [start, end) to every ring of process tgid. */
-static __always_inline void emit(__u32 tgid, __u64 start, __u64 end)
+static __always_inline void emit(__u32 tgid, __u64 start, __u64 end,
+				 bool any_mm)
 {
 	void *ring;
 
@@ -258,12 +273,12 @@ static __always_inline void emit(__u32 tgid, __u64 start, __u64 end)
 		key.slot = i;
 		ring = bpf_map_lookup_elem(&procs, &key);
 		if (ring)
-			emit_ring(ring, tgid, start, end);
+			emit_ring(ring, tgid, start, end, any_mm);
 	}
 #else
 	ring = bpf_map_lookup_elem(&procs, &tgid);
 	if (ring)
-		emit_ring(ring, tgid, start, end);
+		emit_ring(ring, tgid, start, end, any_mm);
 #endif
 }
 
@@ -695,7 +710,7 @@ int BPF_PROG(rc_sys_enter, struct pt_regs *regs, long id)
 #pragma unroll
 	for (int i = 0; i < RC_BPF_PENDING_RANGES; i++)
 		if (i < n)
-			emit(tgid, p.r[i].start, p.r[i].end);
+			emit(tgid, p.r[i].start, p.r[i].end, false);
 	p.tgid = tgid;
 	p.n = n;
 	tid = (__u32)bpf_get_current_pid_tgid();
@@ -721,7 +736,7 @@ static __always_inline void repeat(bool forget)
 #pragma unroll
 	for (__u32 i = 0; i < RC_BPF_PENDING_RANGES; i++)
 		if (i < p->n)
-			emit(p->tgid, p->r[i].start, p->r[i].end);
+			emit(p->tgid, p->r[i].start, p->r[i].end, false);
 	if (forget && bpf_map_delete_elem(&pending, &tid) == 0)
 		__sync_fetch_and_add(&npending, -1);
 }
@@ -774,7 +789,7 @@ static __always_inline void uring_madvise(struct io_kiocb *req)
 			return;
 		range_of(&r, ma.addr, ma.len);
 	}
-	emit(tgid, r.start, r.end);
+	emit(tgid, r.start, r.end, false);
 }
 
 SEC("tp_btf/io_uring_submit_req")
@@ -879,7 +894,7 @@ int BPF_PROG(rc_filemap_delete, struct folio *folio)
 		if (!w->tgid || index + 512 <= w->pgoff_lo ||
 		    index >= w->pgoff_hi)
 			continue;
-		emit(w->tgid, 0, ~0ULL);
+		emit(w->tgid, 0, ~0ULL, false);
 		count_cause(EV_FILEMAP);
 	}
 #else
@@ -889,13 +904,13 @@ int BPF_PROG(rc_filemap_delete, struct folio *folio)
 				    RC_BPF_FILE_BASES);
 
 		if (n < 0) {
-			emit(f->tgid, 0, ~0ULL);
+			emit(f->tgid, 0, ~0ULL, true);
 			count_cause(EV_FILEMAP);
 		}
 #pragma unroll
 		for (int i = 0; i < RC_BPF_FILE_BASES; i++)
 			if (i < n)
-				emit(f->tgid, r[i].start, r[i].end);
+				emit(f->tgid, r[i].start, r[i].end, true);
 	}
 #endif
 	return 0;

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: the UCX bridge's forwarding thread (REGCACHE_UCX_THREAD=1,
+ * as UCX >= 1.14 gets) costs no CPU while nothing changes: it sleeps in
+ * regcache_subscriber_wait(). Its own CPU time (the thread named
+ * rc-ucx-forward) over 2 s of idleness must stay below the percentage of
+ * one core given as "below P"; the negative control runs the old polling
+ * mode (REGCACHE_UCX_POLL_US=20) with "above P" and must use more. After
+ * the idle period the thread must still forward a raw munmap of a cached
+ * region within 1 s (asleep, not dead). Run with the bridge preloaded
+ * (CTest does, through regcache-run).
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ucm/api/ucm.h>
+#include <ucs/memory/rcache.h>
+
+#include "helpers.h"
+
+static struct t_registrar treg;
+
+struct region {
+	ucs_rcache_region_t super;
+	void *handle;
+};
+
+static ucs_status_t mem_reg(void *ctx, ucs_rcache_t *rc, void *arg,
+			    ucs_rcache_region_t *r, uint16_t flags)
+{
+	(void)ctx, (void)rc, (void)arg, (void)flags;
+	return t_registrar_ops.reg(&treg, (void *)r->super.start,
+				   r->super.end - r->super.start, 0,
+				   &((struct region *)r)->handle) ?
+		       UCS_ERR_IO_ERROR : UCS_OK;
+}
+
+static void mem_dereg(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *r)
+{
+	(void)ctx, (void)rc;
+	t_registrar_ops.dereg(&treg, ((struct region *)r)->handle);
+}
+
+static void dump(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *r,
+		 char *buf, size_t max)
+{
+	(void)ctx, (void)rc, (void)r;
+	if (max)
+		buf[0] = 0;
+}
+
+static const ucs_rcache_ops_t ops = { mem_reg, mem_dereg, dump };
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* The tid of this process's thread named @name, or 0. */
+static pid_t find_thread(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	pid_t tid = 0;
+
+	T_REQUIRE(d);
+	while (!tid && (e = readdir(d))) {
+		char path[300], comm[32] = "";
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) &&
+		    !strncmp(comm, name, strlen(name)))
+			tid = atoi(e->d_name);
+		fclose(f);
+	}
+	closedir(d);
+	return tid;
+}
+
+/* CPU time of thread @tid in ms: its per-thread CPU clock (the clockid
+ * encoding that clock_getcpuclockid uses for threads). */
+static double thread_cpu_ms(pid_t tid)
+{
+	clockid_t clock = (clockid_t)((~(unsigned)tid << 3) | 6);
+	struct timespec t;
+
+	T_REQUIRE(clock_gettime(clock, &t) == 0);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+	long (*forwarded)(void) =
+		(long (*)(void))dlsym(RTLD_DEFAULT, "regcache_ucx_bridge_forwarded");
+	ucs_rcache_params_t p = { 0 };
+	struct timespec idle = { 2, 0 };
+	size_t len = 16 * 4096;
+	ucs_rcache_region_t *r;
+	ucs_rcache_t *rcache;
+	struct regcache *c;
+	double limit, cpu, t0;
+	bool below;
+	char *buf;
+	long before;
+	pid_t tid;
+
+	if (argc != 3 || (strcmp(argv[1], "below") && strcmp(argv[1], "above"))) {
+		fprintf(stderr, "usage: bridge-ucx-idle below|above PERCENT\n");
+		return T_EXIT_FAIL;
+	}
+	below = !strcmp(argv[1], "below");
+	limit = atof(argv[2]);
+	t_registrar_init(&treg, 64);
+	c = t_registrar_cache(&treg, 0, 0, 0);
+	t_monitor_require();
+	p.region_struct_size = sizeof(struct region);
+	p.alignment = 4096;
+	p.max_alignment = 4096;
+	p.ucm_events = UCM_EVENT_VM_UNMAPPED;
+	p.ucm_event_priority = 1000;
+	p.ops = &ops;
+	p.max_regions = 64;
+	p.max_size = SIZE_MAX;
+	p.max_unreleased = SIZE_MAX;
+	T_REQUIRE(ucs_rcache_create(&p, "bridge-idle", NULL, &rcache) == UCS_OK);
+	if (!forwarded || forwarded() < 0) {
+		fprintf(stderr, "the UCX bridge is not forwarding (not "
+			"preloaded, or no synchronous monitor)\n");
+		return T_EXIT_FAIL;
+	}
+	tid = find_thread("rc-ucx-forward");
+	if (!tid) {
+		fprintf(stderr, "no forwarding thread (REGCACHE_UCX_THREAD=1 "
+			"missing?)\n");
+		return T_EXIT_FAIL;
+	}
+	/* Settle: the thread forwards what setting up changed. */
+	usleep(100000);
+	cpu = thread_cpu_ms(tid);
+	nanosleep(&idle, NULL);
+	cpu = thread_cpu_ms(tid) - cpu;
+	printf("forwarding thread (%s): %.2f ms of CPU in 2 s idle = %.2f%% of "
+	       "one core; must be %s %.1f%%\n",
+	       getenv("REGCACHE_UCX_POLL_US") ? "polling" : "sleeping", cpu,
+	       cpu / 20, argv[1], limit);
+	T_CHECK(below ? cpu / 20 < limit : cpu / 20 > limit);
+
+	/* Still alive: a change is forwarded. */
+	buf = t_map(len);
+	memset(buf, 1, len);
+	T_REQUIRE(ucs_rcache_get(rcache, buf, len, PROT_READ | PROT_WRITE, NULL,
+				 &r) == UCS_OK);
+	ucs_rcache_region_put(rcache, r);
+	usleep(1000);
+	before = forwarded();
+	T_REQUIRE(syscall(SYS_munmap, buf, len) == 0);
+	t0 = now_ms();
+	while (forwarded() == before && now_ms() - t0 < 1000)
+		usleep(10);
+	printf("a raw munmap after the idle period forwarded after %.3f ms\n",
+	       now_ms() - t0);
+	T_CHECK(forwarded() != before);
+
+	ucs_rcache_destroy(rcache);
+	regcache_destroy(c);
+	t_registrar_fini(&treg);
+	return t_exit_status();
+}
