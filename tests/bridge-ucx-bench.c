@@ -140,9 +140,13 @@ static int bench_window(void)
 	T_REQUIRE(got > n / 2);
 	idle_cost();
 	printf("forwarding thread window (raw munmap returned -> forwarded to "
-	       "UCX), %d of %d munmaps, poll %s us, monitor %s:\n"
+	       "UCX), %d of %d munmaps, %s%s us, monitor %s:\n"
 	       "  median %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n",
-	       got, n, getenv("REGCACHE_UCX_POLL_US") ? getenv("REGCACHE_UCX_POLL_US") : "20",
+	       got, n, getenv("REGCACHE_UCX_POLL_US") ? "polling every " :
+			"sleeping, polling after a change for ",
+	       getenv("REGCACHE_UCX_POLL_US") ? getenv("REGCACHE_UCX_POLL_US") :
+	       getenv("REGCACHE_UCX_LINGER_US") ? getenv("REGCACHE_UCX_LINGER_US") :
+			"2000",
 	       regcache_monitor_name(), pct(w, got, 0.5), pct(w, got, 0.9),
 	       pct(w, got, 0.99), pct(w, got, 1.0));
 	free(w);
