@@ -20,50 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <ucm/api/ucm.h>
-#include <ucs/memory/rcache.h>
-
-#include "helpers.h"
+#include "bridge_ucx_rcache.h"
 
 static struct t_registrar treg;
 
-struct region {
-	ucs_rcache_region_t super;
-	void *handle;
-};
-
-static ucs_status_t mem_reg(void *ctx, ucs_rcache_t *rc, void *arg,
-			    ucs_rcache_region_t *r, uint16_t flags)
-{
-	(void)ctx, (void)rc, (void)arg, (void)flags;
-	return t_registrar_ops.reg(&treg, (void *)r->super.start,
-				   r->super.end - r->super.start, 0,
-				   &((struct region *)r)->handle) ?
-		       UCS_ERR_IO_ERROR : UCS_OK;
-}
-
-static void mem_dereg(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *r)
-{
-	(void)ctx, (void)rc;
-	t_registrar_ops.dereg(&treg, ((struct region *)r)->handle);
-}
-
-static void dump(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *r,
-		 char *buf, size_t max)
-{
-	(void)ctx, (void)rc, (void)r;
-	if (max)
-		buf[0] = 0;
-}
-
-static const ucs_rcache_ops_t ops = { mem_reg, mem_dereg, dump };
-
 static double now_ms(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+	return t_now() * 1e3;
 }
 
 /* The tid of this process's thread named @name, or 0. */
@@ -108,7 +71,6 @@ int main(int argc, char **argv)
 {
 	long (*forwarded)(void) =
 		(long (*)(void))dlsym(RTLD_DEFAULT, "regcache_ucx_bridge_forwarded");
-	ucs_rcache_params_t p = { 0 };
 	struct timespec idle = { 2, 0 };
 	size_t len = 16 * 4096;
 	ucs_rcache_region_t *r;
@@ -129,16 +91,8 @@ int main(int argc, char **argv)
 	t_registrar_init(&treg, 64);
 	c = t_registrar_cache(&treg, 0, 0, 0);
 	t_monitor_require();
-	p.region_struct_size = sizeof(struct region);
-	p.alignment = 4096;
-	p.max_alignment = 4096;
-	p.ucm_events = UCM_EVENT_VM_UNMAPPED;
-	p.ucm_event_priority = 1000;
-	p.ops = &ops;
-	p.max_regions = 64;
-	p.max_size = SIZE_MAX;
-	p.max_unreleased = SIZE_MAX;
-	T_REQUIRE(ucs_rcache_create(&p, "bridge-idle", NULL, &rcache) == UCS_OK);
+	rcache = b_ucx_rcache_create(&treg, "bridge-idle");
+	T_REQUIRE(rcache);
 	if (!forwarded || forwarded() < 0) {
 		fprintf(stderr, "the UCX bridge is not forwarding (not "
 			"preloaded, or no synchronous monitor)\n");

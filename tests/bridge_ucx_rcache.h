@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the UCX bridge tests (bridge-ucx.c, bridge-ucx-bench.c) share: UCX's
+ * What the UCX bridge tests (bridge-ucx.c, bridge-ucx-bench.c,
+ * bridge-ucx-idle.c) share: UCX's
  * real ucs_rcache (libucs, 1.13) whose memory domain is a t_registrar, so
  * that each UCX region holds a slot of io_uring's fixed-buffer table and
  * READ_FIXED through it shows which pages UCX has registered.

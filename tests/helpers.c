@@ -266,6 +266,18 @@ double t_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+void t_daemon_ctl(char cmd)
+{
+	const char *fd_s = getenv("RCD_TEST_CONTROL");
+	int fd = fd_s ? atoi(fd_s) : -1;
+	char ok = 0;
+
+	T_REQUIRE(fd >= 0);
+	T_REQUIRE(write(fd, &cmd, 1) == 1);
+	T_REQUIRE(read(fd, &ok, 1) == 1);
+	T_REQUIRE(ok == '+');
+}
+
 unsigned t_rnd(unsigned *s)
 {
 	*s ^= *s << 13;

@@ -151,6 +151,11 @@ void *t_map(size_t len);
 /* Seconds on CLOCK_MONOTONIC: for deadlines and elapsed times. */
 double t_now(void);
 
+/* Under regcached-launch (RCD_TEST_CONTROL): ask the launcher, which runs
+ * as root, to act on the private daemon ('K' SIGKILL, 'T' SIGTERM, 'S'
+ * start it again) and wait until it has. */
+void t_daemon_ctl(char cmd);
+
 /* The next number of the xorshift32 sequence in *@s (a nonzero seed stays
  * nonzero): cheap, reproducible randomness for stress tests. */
 unsigned t_rnd(unsigned *s);

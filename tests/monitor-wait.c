@@ -45,10 +45,7 @@ static _Atomic long sleeper_timeouts, sleeper_errors, sleeper_wakes;
 
 static double now_ms(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+	return t_now() * 1e3;
 }
 
 static void on_change(void *arg, uintptr_t start, uintptr_t end)
@@ -363,10 +360,7 @@ static int run(struct io_uring *ring, struct regcache *c,
 
 static double now_ns(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e9 + t.tv_nsec;
+	return t_now() * 1e9;
 }
 
 static int cmp(const void *a, const void *b)

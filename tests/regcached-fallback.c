@@ -117,27 +117,6 @@ static void log_end(void)
 
 /* --- helpers ----------------------------------------------------------- */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Ask regcached-launch (root) to act on the daemon: 'K' kill, 'S' start. */
-static void daemon_ctl(char cmd)
-{
-	const char *fd_s = getenv("RCD_TEST_CONTROL");
-	int fd = fd_s ? atoi(fd_s) : -1;
-	char ok = 0;
-
-	T_REQUIRE(fd >= 0);
-	T_REQUIRE(write(fd, &cmd, 1) == 1);
-	T_REQUIRE(read(fd, &ok, 1) == 1);
-	T_REQUIRE(ok == '+');
-}
-
 static uint64_t hits(void)
 {
 	struct regcache_stats st;
@@ -156,13 +135,13 @@ static void touch(char *buf, unsigned seed)
  * passed; returns the seconds waited (or -1). */
 static double gets_until_log(char *buf, const char *what, double limit)
 {
-	double t0 = now_s();
+	double t0 = t_now();
 	unsigned seed = 1000;
 
-	while (now_s() - t0 < limit) {
+	while (t_now() - t0 < limit) {
 		touch(buf, seed++);
 		if (log_has(what))
-			return now_s() - t0;
+			return t_now() - t0;
 		usleep(20000);
 	}
 	return -1;
@@ -177,10 +156,10 @@ static _Atomic long thread_gets;
 static void *getter(void *arg)
 {
 	char *buf = arg;
-	double t0 = now_s();
+	double t0 = t_now();
 
 	/* Bounded: stops when told, or after 60 s whatever happens. */
-	while (!atomic_load(&stop) && now_s() - t0 < 60) {
+	while (!atomic_load(&stop) && t_now() - t0 < 60) {
 		struct regcache_region *r;
 		int ret = regcache_get(cache, buf, LEN, 0, &r);
 
@@ -274,7 +253,7 @@ static void mode_fallback(void)
 	}
 	usleep(100000);
 
-	daemon_ctl('K');
+	t_daemon_ctl('K');
 	waited = gets_until_log(c, "falling back to \"userfaultfd\"", 30);
 	printf("fell back after %.2f s (grace 1.00 s)\n", waited);
 	T_CHECK(waited >= 1.0);
@@ -329,11 +308,11 @@ static void mode_disabled(void)
 	double t0;
 
 	touch(c, 1);
-	daemon_ctl('K');
+	t_daemon_ctl('K');
 	/* Longer than the default grace would be: nothing must change. */
-	t0 = now_s();
+	t0 = t_now();
 	before = hits();
-	while (now_s() - t0 < 2.0) {
+	while (t_now() - t0 < 2.0) {
 		touch(c, 2);
 		usleep(20000);
 	}
@@ -358,8 +337,8 @@ static void mode_refused(void)
 	double waited;
 
 	touch(c, 1);
-	daemon_ctl('K');
-	daemon_ctl('S');
+	t_daemon_ctl('K');
+	t_daemon_ctl('S');
 	/* A process of our uid takes the one connection the new daemon
 	 * allows it: a forked child whose library registers anew. */
 	T_REQUIRE(pipe(p) == 0);
@@ -408,7 +387,7 @@ static void mode_nowhere(void)
 	double waited;
 
 	touch(c, 1);
-	daemon_ctl('K');
+	t_daemon_ctl('K');
 	waited = gets_until_log(c, "no other monitor can cache here", 10);
 	printf("found nothing to fall back to %.2f s after the kill "
 	       "(grace 0.5 s)\n", waited);
@@ -419,7 +398,7 @@ static void mode_nowhere(void)
 	for (int i = 0; i < 10; i++)
 		touch(c, 10 + i);
 	T_EXPECT_EQ(before, hits());
-	daemon_ctl('S');
+	t_daemon_ctl('S');
 	waited = gets_until_log(c, "the daemon is back at", 10);
 	printf("resumed %.2f s after the daemon's restart\n", waited);
 	T_CHECK(waited >= 0);

@@ -42,34 +42,21 @@ static struct regcache *cache;
 static const char *mode = "plain";
 static int kills;
 
-/* Ask regcached-launch (root) to act on the daemon: 'K' kill, 'S' start. */
-static void daemon_ctl(char cmd)
-{
-	const char *fd_s = getenv("RCD_TEST_CONTROL");
-	int fd = fd_s ? atoi(fd_s) : -1;
-	char ok = 0;
-
-	T_REQUIRE(fd >= 0);
-	T_REQUIRE(write(fd, &cmd, 1) == 1);
-	T_REQUIRE(read(fd, &ok, 1) == 1);
-	T_REQUIRE(ok == '+');
-}
-
 /* Between caching and the change: what MODE asks of the daemon. */
 static void before_change(void)
 {
 	if (!strcmp(mode, "plain"))
 		return;
-	daemon_ctl('K');
+	t_daemon_ctl('K');
 	kills++;
 	if (!strcmp(mode, "restart"))
-		daemon_ctl('S');
+		t_daemon_ctl('S');
 }
 
 static void after_change(void)
 {
 	if (!strcmp(mode, "dead"))
-		daemon_ctl('S');
+		t_daemon_ctl('S');
 }
 
 static void begin(struct t_case *k, void *buf, size_t len)

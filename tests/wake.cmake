@@ -12,7 +12,7 @@ set_tests_properties(monitor-wait-bench@bpf PROPERTIES
   LABELS "bench")
 
 if(TARGET regcache-ucx AND TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
-  add_executable(bridge-ucx-idle bridge-ucx-idle.c)
+  add_executable(bridge-ucx-idle bridge-ucx-idle.c bridge_ucx_rcache.c)
   target_link_libraries(bridge-ucx-idle PRIVATE regcache_test_helpers regcache
     ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} ${CMAKE_DL_LIBS})
   target_include_directories(bridge-ucx-idle PRIVATE
