@@ -105,7 +105,11 @@ static struct rc_region *region_alloc(struct regcache *c)
 	if (!slab)
 		return NULL;
 	pthread_mutex_lock(&c->lock);
-	rc_region_slab_add_locked(&c->pool, slab);
+	if (!rc_region_slab_add_locked(&c->pool, slab)) {
+		pthread_mutex_unlock(&c->lock);
+		rc_region_slab_free(slab);
+		return NULL;
+	}
 	r = rc_region_alloc_locked(&c->pool);
 	pthread_mutex_unlock(&c->lock);
 	return r;
@@ -659,8 +663,7 @@ static bool absorb_overlaps_locked(struct regcache *c, uintptr_t start,
 static rc_noinline bool probe_hit(struct regcache *c, struct rc_region *r,
 				  uint32_t seq)
 {
-	uintptr_t start = rc_load_relaxed(&r->start);
-	uintptr_t end = rc_load_relaxed(&r->end);
+	uintptr_t start = rc_region_start(r), end = rc_region_end(r);
 
 	if (rc_monitor_validate(start, end)) {
 		/* Anything unknown invalidates (docs/design.md). */
@@ -698,7 +701,15 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 		return -EINVAL;
 	}
 	*out = NULL;
-	if (rc_load_relaxed(&c->never_cache)) {
+	if (pend - pstart > RC_REGION_MAX_LEN) {
+		rc_warn("regcache_get(cache=%p, addr=%p, len=%zu): longer than "
+			"a region can be (%zu bytes); register smaller pieces",
+			(void *)c, addr, len, (size_t)RC_REGION_MAX_LEN);
+		return -E2BIG;
+	}
+	/* Memory the index cannot hold (above 2^48, only where asked for)
+	 * is served uncached. */
+	if (rc_load_relaxed(&c->never_cache) || pend > RC_INDEX_ADDR_LIMIT) {
 		check_fork(c);
 		return get_passthrough(c, pstart, pend, access, out);
 	}
@@ -740,6 +751,12 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 		if (merge)
 			widen_to_overlaps_locked(c, r, &ustart, &uend,
 						 &uaccess);
+		if (uend - ustart > RC_REGION_MAX_LEN) {
+			/* Too long for one region: the request alone. */
+			ustart = pstart;
+			uend = pend;
+			uaccess = access;
+		}
 		pending.start = ustart;
 		pending.end = uend;
 		/* Subscribe before pinning (docs/design.md, rule 2): from here on any
@@ -848,7 +865,7 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 int regcache_get(struct regcache *c, const void *addr, size_t len,
 		 unsigned access, struct regcache_region **out)
 {
-	uintptr_t start = (uintptr_t)addr, end = start + len;
+	uintptr_t start = (uintptr_t)addr, end = start + len, rstart;
 	struct rc_region *r;
 	uint32_t seq;
 
@@ -859,9 +876,9 @@ int regcache_get(struct regcache *c, const void *addr, size_t len,
 	if (rc_unlikely(!r))
 		return get_slow(c, addr, len, access, out);
 	seq = rc_load_acquire(&r->seq);
-	if (rc_unlikely(rc_seq_state(seq) != RC_SEQ_LIVE ||
-			start < rc_load_relaxed(&r->start) ||
-			end > rc_load_relaxed(&r->end) ||
+	rstart = rc_load_relaxed(&r->start);
+	if (rc_unlikely(rc_seq_state(seq) != RC_SEQ_LIVE || start < rstart ||
+			end - rstart > rc_region_len(r) ||
 			(access & ~rc_load_relaxed(&r->access))))
 		return get_slow(c, addr, len, access, out);
 	if (rc_unlikely(!region_get(c, r, seq)))
@@ -988,7 +1005,7 @@ size_t regcache_region_len(const struct regcache_region *region)
 {
 	struct rc_region *r = (struct rc_region *)region;
 
-	return r ? rc_load_relaxed(&r->end) - rc_load_relaxed(&r->start) : 0;
+	return r ? rc_region_len(r) : 0;
 }
 
 /* ---------------------------------------------------------------------
@@ -1081,11 +1098,13 @@ int rc_cache_create(const struct regcache_params *params,
 	TAILQ_INIT(&c->passthrough);
 	TAILQ_INIT(&c->pending);
 	rc_lru_init(&c->lru);
-	rc_region_pool_init(&c->pool);
-	c->tag = c->pool.tag;
-	ret = rc_index_init(&c->index, c->max_regions);
+	ret = rc_region_pool_init(&c->pool, c->max_regions);
 	if (ret)
 		goto err_free;
+	c->tag = c->pool.tag;
+	ret = rc_index_init(&c->index, c->max_regions, &c->pool.table);
+	if (ret)
+		goto err_pool;
 	ret = rc_monitor_acquire();
 	if (ret)
 		goto err_index;
@@ -1106,6 +1125,8 @@ int rc_cache_create(const struct regcache_params *params,
 
 err_index:
 	rc_index_fini(&c->index);
+err_pool:
+	rc_region_pool_fini(&c->pool);
 err_free:
 	pthread_mutex_destroy(&c->lock);
 	free(c);

@@ -16,8 +16,6 @@
 #include "log.h"
 #include "region.h"
 
-#define RC_SLAB_REGIONS 1024
-
 _Static_assert(sizeof(struct rc_region) == 64, "a region is one cache line");
 _Static_assert(offsetof(struct rc_region, link) == 48,
 	       "hits and puts touch the first 48 bytes");
@@ -313,14 +311,30 @@ void rc_region_make_live(struct rc_region *r)
 	rc_store_release(&r->seq, (seq | 3u) + 1);
 }
 
-void rc_region_pool_init(struct rc_region_pool *pool)
+/* Numbers a pool may hand out: what the index can store (index.h). */
+#define RC_POOL_MAX_SLABS ((uint32_t)1 << (28 - 10))
+_Static_assert(RC_SLAB_REGIONS == 1 << 10, "RC_POOL_MAX_SLABS");
+
+int rc_region_pool_init(struct rc_region_pool *pool, size_t max_regions)
 {
 	static _Atomic uint32_t next_tag = 1;
+	/* Room for dead and pass-through regions beyond the live ones, which
+	 * callers may hold in any number: 4x max_regions, at least 2^20. */
+	size_t want = max_regions < ((size_t)1 << 18) ? (size_t)1 << 20
+						      : max_regions * 4;
+	size_t cap = (want + RC_SLAB_REGIONS - 1) / RC_SLAB_REGIONS;
 
 	pthread_once(&slots_once, slots_init);
 	memset(pool, 0, sizeof(*pool));
+	if (cap > RC_POOL_MAX_SLABS)
+		cap = RC_POOL_MAX_SLABS;
+	pool->table.slab = calloc(cap, sizeof(*pool->table.slab));
+	if (!pool->table.slab)
+		return -ENOMEM;
+	pool->table.cap = (uint32_t)cap;
 	pool->tag = rc_fetch_add_relaxed(&next_tag, 1) & RC_REGION_TAG_MASK;
 	TAILQ_INIT(&pool->free);
+	return 0;
 }
 
 void rc_region_pool_fini(struct rc_region_pool *pool)
@@ -331,6 +345,8 @@ void rc_region_pool_fini(struct rc_region_pool *pool)
 		pool->slabs = slab->next;
 		free(slab);
 	}
+	free(pool->table.slab);
+	pool->table.slab = NULL;
 }
 
 struct rc_region *rc_region_alloc_locked(struct rc_region_pool *pool)
@@ -365,13 +381,31 @@ struct rc_slab *rc_region_slab_new(struct rc_region_pool *pool)
 	return slab;
 }
 
-void rc_region_slab_add_locked(struct rc_region_pool *pool,
+void rc_region_slab_free(struct rc_slab *slab)
+{
+	free(slab);
+}
+
+bool rc_region_slab_add_locked(struct rc_region_pool *pool,
 			       struct rc_slab *slab)
 {
+	struct rc_region_table *t = &pool->table;
+	uint32_t first = t->nslabs * RC_SLAB_REGIONS;
+
+	if (t->nslabs == t->cap) {
+		rc_error("region pool full: %u regions at once (held dead or "
+			 "pass-through ones included)",
+			 t->cap * RC_SLAB_REGIONS);
+		return false;
+	}
+	t->slab[t->nslabs++] = slab->regions;
 	slab->next = pool->slabs;
 	pool->slabs = slab;
-	for (size_t i = 0; i < RC_SLAB_REGIONS; i++)
+	for (uint32_t i = 0; i < RC_SLAB_REGIONS; i++) {
+		slab->regions[i].num = first + i;
 		TAILQ_INSERT_TAIL(&pool->free, &slab->regions[i], link);
+	}
+	return true;
 }
 
 void rc_region_free_locked(struct rc_region_pool *pool, struct rc_region *r)

@@ -39,6 +39,11 @@
 #define RC_SEQ_FREE	3u	/* on a free list, or pass-through */
 #define rc_seq_state(seq) ((seq) & 3u)
 
+/* Regions are whole pages of at least 4 KiB: a region keeps its length in
+ * these units, so it spans at most RC_REGION_MAX_LEN bytes (16 TiB). */
+#define RC_REGION_UNIT_SHIFT	12
+#define RC_REGION_MAX_LEN	((uintptr_t)UINT32_MAX << RC_REGION_UNIT_SHIFT)
+
 /**
  * struct rc_region - one registered range
  *
@@ -47,18 +52,26 @@
  * returns to its pool, never to the system, until the cache is destroyed,
  * so a hit may read a stale hint pointer safely.
  *
+ * @num is the region's number in its pool, fixed for the life of the pool:
+ * rc_region_at() turns it back into the region. The index stores numbers,
+ * not pointers (index.h).
+ *
  * Invariants:
  *   seq state LIVE  <=> in the cache's index and on its LRU
  *   refs(r)         == shared_refs + the count of r in every thread's
  *                      reference slots (struct rc_thread_refs), modulo 2^32
  *   tag_flags & RC_REGION_TAG_MASK == the tag of the cache whose pool
  *                      holds it
+ *   start and the end are multiples of 2^RC_REGION_UNIT_SHIFT (also for
+ *                      pass-through regions)
+ *   rc_region_at(&pool->table, num) == r
  */
 struct rc_region {
 	_Atomic uint32_t seq;
 	_Atomic uint32_t access;
 	_Atomic uintptr_t start;
-	_Atomic uintptr_t end;
+	_Atomic uint32_t units;		/* length >> RC_REGION_UNIT_SHIFT */
+	uint32_t num;			/* in its pool: see rc_region_at() */
 	_Atomic uint32_t shared_refs;	/* references no thread slot holds */
 	_Atomic uint32_t hits;		/* modulo 2^32: see regcache_get() */
 	void *handle;
@@ -72,11 +85,34 @@ struct rc_region {
 	/* Changed under the cache lock only. */
 	TAILQ_ENTRY(rc_region) link;	/* LRU, dead, pass-through or free */
 } __attribute__((aligned(64)));
-/* With one hint slot (8 bytes) and its index entry (16 bytes in a full
- * node) a cached region costs about 90 bytes.
+/* With one hint slot (8 bytes) and its index entry (8 bytes in a full
+ * leaf) a cached region costs about 82 bytes.
  * The LRU clock is kept modulo 2^16 here; a region used exactly a multiple
  * of 65536 misses after it was queued looks unused and may be evicted a
  * little early, which costs one re-registration. */
+
+/* Regions per slab; a region's number is its slab's number times this plus
+ * its place in the slab. */
+#define RC_SLAB_REGIONS	1024
+
+/**
+ * struct rc_region_table - region numbers to regions, for one pool
+ * @slab: @cap entries; slab[i] is the first region of slab i (regions
+ *        i * RC_SLAB_REGIONS and on), for i < @nslabs. Allocated once, at
+ *        its full size: it never moves while the pool lives.
+ */
+struct rc_region_table {
+	struct rc_region **slab;
+	uint32_t nslabs;
+	uint32_t cap;
+};
+
+/* The region numbered @num in @t (which has it). */
+static inline struct rc_region *rc_region_at(const struct rc_region_table *t,
+					     uint32_t num)
+{
+	return &t->slab[num / RC_SLAB_REGIONS][num % RC_SLAB_REGIONS];
+}
 
 static inline unsigned rc_region_flags(const struct rc_region *r)
 {
@@ -98,9 +134,15 @@ static inline uintptr_t rc_region_start(const struct rc_region *r)
 	return rc_load_relaxed(&r->start);
 }
 
+static inline uintptr_t rc_region_len(const struct rc_region *r)
+{
+	return (uintptr_t)rc_load_relaxed(&r->units) << RC_REGION_UNIT_SHIFT;
+}
+
 static inline uintptr_t rc_region_end(const struct rc_region *r)
 {
-	return rc_load_relaxed(&r->end);
+	return rc_load_relaxed(&r->start) +
+	       ((uintptr_t)rc_load_relaxed(&r->units) << RC_REGION_UNIT_SHIFT);
 }
 
 /* ---------------------------------------------------------------------
@@ -254,13 +296,16 @@ rc_hidden bool rc_region_fence_counts(void);
  * Lifecycle
  * ------------------------------------------------------------------- */
 
-/* Fill in a region taken from the pool; it stays FREE to lookups. */
+/* Fill in a region taken from the pool; it stays FREE to lookups. @start
+ * and @end are multiples of 2^RC_REGION_UNIT_SHIFT, at most
+ * RC_REGION_MAX_LEN apart. */
 static inline void rc_region_fill(struct rc_region *r, uintptr_t start,
 				  uintptr_t end, unsigned access, void *handle,
 				  uint32_t flags)
 {
 	rc_store_relaxed(&r->start, start);
-	rc_store_relaxed(&r->end, end);
+	rc_store_relaxed(&r->units,
+			 (uint32_t)((end - start) >> RC_REGION_UNIT_SHIFT));
 	rc_store_relaxed(&r->access, access);
 	rc_region_set_flags(r, flags);
 	rc_store_relaxed(&r->hits, 0);
@@ -309,11 +354,15 @@ struct rc_region_pool {
 	uint32_t tag;
 	struct rc_region_list free;
 	struct rc_slab *slabs;
+	struct rc_region_table table;
 };
 
-/* An empty pool. The first one of the process registers for membarrier()
- * (see References); where that fails, every count is an RMW. */
-rc_hidden void rc_region_pool_init(struct rc_region_pool *pool);
+/* An empty pool that can hold at least @max_regions regions (more are
+ * refused: rc_region_slab_add_locked()); 0 or -ENOMEM. The first one of
+ * the process registers for membarrier() (see References); where that
+ * fails, every count is an RMW. */
+rc_hidden int rc_region_pool_init(struct rc_region_pool *pool,
+				  size_t max_regions);
 /* Free the pool's memory: every region becomes invalid. */
 rc_hidden void rc_region_pool_fini(struct rc_region_pool *pool);
 
@@ -321,9 +370,13 @@ rc_hidden void rc_region_pool_fini(struct rc_region_pool *pool);
 rc_hidden struct rc_region *rc_region_alloc_locked(struct rc_region_pool *pool);
 /* New region memory, allocated without the lock (a malloc may unmap memory,
  * and with userfaultfd the unmapping thread waits for the monitor); NULL
- * when out of memory. Hand it to the pool with rc_region_slab_add_locked(). */
+ * when out of memory. Hand it to the pool with rc_region_slab_add_locked(),
+ * or free it with rc_region_slab_free() (also without the lock). */
 rc_hidden struct rc_slab *rc_region_slab_new(struct rc_region_pool *pool);
-rc_hidden void rc_region_slab_add_locked(struct rc_region_pool *pool,
+rc_hidden void rc_region_slab_free(struct rc_slab *slab);
+/* Number the slab's regions and make them FREE; false when the pool holds
+ * as many regions as it can number (the slab is not taken). */
+rc_hidden bool rc_region_slab_add_locked(struct rc_region_pool *pool,
 					 struct rc_slab *slab);
 /* Return a region nobody uses (CLAIMED or never made live) to the pool. */
 rc_hidden void rc_region_free_locked(struct rc_region_pool *pool,

@@ -7,7 +7,8 @@
  * enough for the tree to split, merge and rebalance on every level
  * (ascending, descending and shuffled inserts and removals of 200000
  * regions, checked by a full walk and by lookups). A negative control
- * proves that an overlapping insert trips rc_assert.
+ * proves that an overlapping insert, and one the leaves cannot hold
+ * (starting at RC_INDEX_ADDR_LIMIT), trip rc_assert.
  */
 #include <signal.h>
 #include <string.h>
@@ -25,6 +26,10 @@
 
 #define NREGIONS 512
 static struct rc_region regions[NREGIONS];
+/* Region i is number i: one slab. */
+static struct rc_region *regions_slab[] = { regions };
+static const struct rc_region_table table = { .slab = regions_slab,
+					      .nslabs = 1, .cap = 1 };
 
 static long region_no(const struct rc_region *r)
 {
@@ -36,8 +41,9 @@ static struct rc_region *region(int i, uintptr_t start, uintptr_t end)
 	struct rc_region *r = &regions[i];
 
 	memset(r, 0, sizeof(*r));
+	r->num = (uint32_t)i;
 	rc_store_relaxed(&r->start, start);
-	rc_store_relaxed(&r->end, end);
+	rc_store_relaxed(&r->units, (uint32_t)((end - start) >> 12));
 	return r;
 }
 
@@ -45,7 +51,7 @@ static void test_empty(void)
 {
 	struct rc_index ix;
 
-	T_REQUIRE(rc_index_init(&ix, 0) == 0);
+	T_REQUIRE(rc_index_init(&ix, 0, &table) == 0);
 	EXPECT_REGION(NULL, rc_index_first_overlap(&ix, 0, UINTPTR_MAX));
 	EXPECT_REGION(NULL, rc_index_first_overlap(&ix, 0x1000, 0x2000));
 	EXPECT_REGION(NULL, rc_index_hint(&ix, 0x1000));
@@ -61,7 +67,7 @@ static void test_edges(void)
 	struct rc_region *b = region(1, 0x13000, 0x14000); /* touches a */
 	struct rc_region *c = region(2, 0x20000, 0x21000); /* a gap before */
 
-	T_REQUIRE(rc_index_init(&ix, 0) == 0);
+	T_REQUIRE(rc_index_init(&ix, 0, &table) == 0);
 	rc_index_insert(&ix, b);
 	rc_index_insert(&ix, c);
 	rc_index_insert(&ix, a);
@@ -94,13 +100,18 @@ static void test_edges(void)
 	rc_index_remove(&ix, c);
 	EXPECT_REGION(NULL, rc_index_first_overlap(&ix, 0, UINTPTR_MAX));
 
-	/* The highest pages of the address space. */
-	a = region(3, UINTPTR_MAX - 0x1fff, UINTPTR_MAX);
+	/* The highest pages the leaves hold, and queries above them. */
+	a = region(3, RC_INDEX_ADDR_LIMIT - 0x2000, RC_INDEX_ADDR_LIMIT);
 	rc_index_insert(&ix, a);
-	EXPECT_REGION(a, rc_index_first_overlap(&ix, UINTPTR_MAX - 1,
+	EXPECT_REGION(a, rc_index_first_overlap(&ix, RC_INDEX_ADDR_LIMIT - 1,
 						UINTPTR_MAX));
+	EXPECT_REGION(a, rc_index_first_overlap(&ix, 0, UINTPTR_MAX));
 	EXPECT_REGION(NULL, rc_index_first_overlap(&ix, 0,
-						   UINTPTR_MAX - 0x1fff));
+						   RC_INDEX_ADDR_LIMIT - 0x2000));
+	EXPECT_REGION(NULL, rc_index_first_overlap(&ix, RC_INDEX_ADDR_LIMIT,
+						   UINTPTR_MAX));
+	EXPECT_REGION(NULL, rc_index_first_overlap(&ix, UINTPTR_MAX - 1,
+						   UINTPTR_MAX));
 	rc_index_remove(&ix, a);
 	rc_index_fini(&ix);
 }
@@ -113,18 +124,18 @@ static void test_hints(void)
 	uintptr_t far;
 
 	/* Slots: 1024 at least, one per region, 2^22 at most. */
-	T_REQUIRE(rc_index_init(&ix, 0) == 0);
+	T_REQUIRE(rc_index_init(&ix, 0, &table) == 0);
 	EXPECT_EQ(10, ix.hint_bits);
 	EXPECT_EQ(1023, ix.hint_mask);
 	rc_index_fini(&ix);
-	T_REQUIRE(rc_index_init(&ix, 5000) == 0);
+	T_REQUIRE(rc_index_init(&ix, 5000, &table) == 0);
 	EXPECT_EQ(13, ix.hint_bits);
 	rc_index_fini(&ix);
-	T_REQUIRE(rc_index_init(&ix, (size_t)1 << 30) == 0);
+	T_REQUIRE(rc_index_init(&ix, (size_t)1 << 30, &table) == 0);
 	EXPECT_EQ(22, ix.hint_bits);
 	rc_index_fini(&ix);
 
-	T_REQUIRE(rc_index_init(&ix, 0) == 0);
+	T_REQUIRE(rc_index_init(&ix, 0, &table) == 0);
 	/* Neighbouring pages, neighbouring slots. */
 	EXPECT_EQ(rc_index_hint_slot(&ix, 0x10000) + 1,
 		  rc_index_hint_slot(&ix, 0x11000));
@@ -206,7 +217,7 @@ static void test_random(int ops)
 	int failures_before = t_failures;
 
 	memset(regions, 0, sizeof(regions));
-	T_REQUIRE(rc_index_init(&ix, NREGIONS) == 0);
+	T_REQUIRE(rc_index_init(&ix, NREGIONS, &table) == 0);
 	for (int op = 0; op < ops && t_failures == failures_before; op++) {
 		int i = (int)(next_rand() % NREGIONS);
 		uintptr_t start = rand_addr();
@@ -266,6 +277,13 @@ static void test_random(int ops)
 #define BULK 200000
 static struct rc_region bulk[BULK];
 static bool bulk_in[BULK];
+static struct rc_region *bulk_slabs[(BULK + RC_SLAB_REGIONS - 1) /
+				    RC_SLAB_REGIONS];
+static const struct rc_region_table bulk_table = {
+	.slab = bulk_slabs,
+	.nslabs = sizeof(bulk_slabs) / sizeof(bulk_slabs[0]),
+	.cap = sizeof(bulk_slabs) / sizeof(bulk_slabs[0]),
+};
 
 /* Region i of the bulk set covers pages [3i, 3i+2): one-page gaps. */
 static uintptr_t bulk_start(int i)
@@ -326,10 +344,13 @@ static void test_bulk(bool shuffle, bool descending)
 	static int order[BULK];
 	struct rc_index ix;
 
-	T_REQUIRE(rc_index_init(&ix, BULK) == 0);
+	T_REQUIRE(rc_index_init(&ix, BULK, &bulk_table) == 0);
+	for (size_t s = 0; s < bulk_table.nslabs; s++)
+		bulk_slabs[s] = &bulk[s * RC_SLAB_REGIONS];
 	for (int i = 0; i < BULK; i++) {
+		bulk[i].num = (uint32_t)i;
 		rc_store_relaxed(&bulk[i].start, bulk_start(i));
-		rc_store_relaxed(&bulk[i].end, bulk_start(i) + 8192);
+		rc_store_relaxed(&bulk[i].units, 2);
 	}
 	bulk_order(order, shuffle, descending);
 	for (int k = 0; k < BULK; k++) {
@@ -361,9 +382,10 @@ static void test_bulk(bool shuffle, bool descending)
 	rc_index_fini(&ix);
 }
 
-/* Negative control: an overlapping insert breaks the index's invariant,
- * and rc_assert (compiled into this program) must catch it. */
-static void test_assert_catches_overlap(void)
+/* Negative controls: an overlapping insert breaks the index's invariant,
+ * a region starting at RC_INDEX_ADDR_LIMIT does not fit a leaf entry, and
+ * rc_assert (compiled into this program) must catch either. */
+static void test_assert_catches(bool overlap)
 {
 	pid_t pid = fork();
 	int status;
@@ -374,10 +396,16 @@ static void test_assert_catches_overlap(void)
 
 		/* The expected failure's log line would look like a bug. */
 		close(STDERR_FILENO);
-		if (rc_index_init(&ix, 0))
+		if (rc_index_init(&ix, 0, &table))
 			_exit(2);
-		rc_index_insert(&ix, region(0, 0x10000, 0x12000));
-		rc_index_insert(&ix, region(1, 0x11000, 0x13000));
+		if (overlap) {
+			rc_index_insert(&ix, region(0, 0x10000, 0x12000));
+			rc_index_insert(&ix, region(1, 0x11000, 0x13000));
+		} else {
+			rc_index_insert(&ix, region(0, RC_INDEX_ADDR_LIMIT,
+						    RC_INDEX_ADDR_LIMIT +
+							    0x1000));
+		}
 		_exit(0);
 	}
 	T_REQUIRE(waitpid(pid, &status, 0) == pid);
@@ -395,6 +423,7 @@ int main(void)
 	test_bulk(false, false);
 	test_bulk(false, true);
 	test_bulk(true, false);
-	test_assert_catches_overlap();
+	test_assert_catches(true);
+	test_assert_catches(false);
 	return t_exit_status();
 }
