@@ -77,7 +77,7 @@ static uint64_t entry_of(const struct rc_region *r)
 
 static struct rc_region *region_of(const struct rc_index *ix, uint64_t ent)
 {
-	return rc_region_at(ix->regions, (uint32_t)(ent & NUM_MASK));
+	return rc_region_at(ix->slab, (uint32_t)(ent & NUM_MASK));
 }
 
 static uintptr_t start_of(uint64_t ent)
@@ -92,7 +92,7 @@ int rc_index_init(struct rc_index *ix, size_t max_regions,
 	unsigned bits = 10;
 
 	/* One slot per cached region, at most 2^22: hints collide rarely for
-	 * a hot set much smaller than the cache, and cost 8 bytes a region. */
+	 * a hot set much smaller than the cache, and cost 4 bytes a region. */
 	while (bits < 22 && ((size_t)1 << bits) < want)
 		bits++;
 	memset(ix, 0, sizeof(*ix));
@@ -101,7 +101,7 @@ int rc_index_init(struct rc_index *ix, size_t max_regions,
 		return -ENOMEM;
 	ix->hint_bits = bits;
 	ix->hint_mask = ((uint32_t)1 << bits) - 1;
-	ix->regions = regions;
+	ix->slab = regions->slab;
 	return 0;
 }
 
@@ -391,7 +391,7 @@ int rc_index_insert(struct rc_index *ix, struct rc_region *r)
 	rc_assert(rc_region_start(r) < RC_INDEX_ADDR_LIMIT &&
 		  !(rc_region_start(r) &
 		    (((uintptr_t)1 << RC_REGION_UNIT_SHIFT) - 1)) &&
-		  r->num <= NUM_MASK && rc_region_at(ix->regions, r->num) == r);
+		  r->num <= NUM_MASK && rc_region_at(ix->slab, r->num) == r);
 	rc_assert(!rc_index_first_overlap(ix, rc_region_start(r),
 					  rc_region_end(r)));
 	/* Every node a split may need, before anything changes. */

@@ -38,27 +38,28 @@ struct rc_index_node;
 
 /**
  * struct rc_index - an interval index with its hint table
- * @hint:      2^@hint_bits slots, each the last region found for a page
- *             that maps to it (or NULL).
+ * @hint:      2^@hint_bits slots, each the number + 1 of the last region
+ *             found for a page that maps to it (or 0): 4 bytes a slot.
  * @hint_mask: 2^@hint_bits - 1.
+ * @slab:      the slab array of the table the region numbers refer to
+ *             (region.h: rc_region_at()).
  * @root:      the tree, NULL when empty; for any two regions in it,
  *             a.end <= b.start or b.end <= a.start.
  * @depth:     levels of inner nodes above the leaves.
  * @spare:     free nodes, for inserts made under a lock (see
  *             rc_index_spares_wanted()); removals return nodes here.
- * @regions:   what the region numbers in the leaves refer to.
  *
  * The hint fields come first: a hit reads them, and only them.
  */
 struct rc_index {
-	_Atomic(struct rc_region *) *hint;
+	_Atomic uint32_t *hint;
 	uint32_t hint_mask;
 	uint32_t hint_bits;
+	struct rc_region *const *slab;
 	struct rc_index_node *root;
 	unsigned depth;
 	unsigned nspare;
 	struct rc_index_node *spare;
-	const struct rc_region_table *regions;
 };
 
 /* An empty index of regions of @regions, with about @max_regions hint
@@ -112,17 +113,20 @@ static inline size_t rc_index_hint_slot(const struct rc_index *ix,
 
 /* The hint for @addr: a region that was in @ix and covered @addr once, or
  * NULL. The acquire pairs with the release in rc_index_hint_set(): the
- * region's fields as they were when it was hinted are visible. */
+ * region's fields as they were when it was hinted, and its slab in the
+ * table, are visible. */
 static inline struct rc_region *rc_index_hint(const struct rc_index *ix,
 					      uintptr_t addr)
 {
-	return rc_load_acquire(&ix->hint[rc_index_hint_slot(ix, addr)]);
+	uint32_t v = rc_load_acquire(&ix->hint[rc_index_hint_slot(ix, addr)]);
+
+	return rc_likely(v) ? rc_region_at(ix->slab, v - 1) : NULL;
 }
 
 static inline void rc_index_hint_set(struct rc_index *ix, uintptr_t addr,
 				     struct rc_region *r)
 {
-	rc_store_release(&ix->hint[rc_index_hint_slot(ix, addr)], r);
+	rc_store_release(&ix->hint[rc_index_hint_slot(ix, addr)], r->num + 1);
 }
 
 #endif /* RC_INDEX_H */

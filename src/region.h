@@ -64,7 +64,7 @@
  *                      holds it
  *   start and the end are multiples of 2^RC_REGION_UNIT_SHIFT (also for
  *                      pass-through regions)
- *   rc_region_at(&pool->table, num) == r
+ *   rc_region_at(pool->table.slab, num) == r
  */
 struct rc_region {
 	_Atomic uint32_t seq;
@@ -107,11 +107,14 @@ struct rc_region_table {
 	uint32_t cap;
 };
 
-/* The region numbered @num in @t (which has it). */
-static inline struct rc_region *rc_region_at(const struct rc_region_table *t,
+/* The region numbered @num in the table whose slab array is @slab (which
+ * has it). The array never moves and its entries never change once set:
+ * whoever learnt @num through a release that followed the slab's addition
+ * may call this without a lock. */
+static inline struct rc_region *rc_region_at(struct rc_region *const *slab,
 					     uint32_t num)
 {
-	return &t->slab[num / RC_SLAB_REGIONS][num % RC_SLAB_REGIONS];
+	return &slab[num / RC_SLAB_REGIONS][num % RC_SLAB_REGIONS];
 }
 
 static inline unsigned rc_region_flags(const struct rc_region *r)
