@@ -72,7 +72,7 @@ static uint64_t entry_of(const struct rc_region *r)
 {
 	return (uint64_t)(rc_region_start(r) >> RC_REGION_UNIT_SHIFT)
 		       << RC_INDEX_NUM_BITS |
-	       r->num;
+	       rc_region_num(r);
 }
 
 static struct rc_region *region_of(const struct rc_index *ix, uint64_t ent)
@@ -391,7 +391,8 @@ int rc_index_insert(struct rc_index *ix, struct rc_region *r)
 	rc_assert(rc_region_start(r) < RC_INDEX_ADDR_LIMIT &&
 		  !(rc_region_start(r) &
 		    (((uintptr_t)1 << RC_REGION_UNIT_SHIFT) - 1)) &&
-		  r->num <= NUM_MASK && rc_region_at(ix->slab, r->num) == r);
+		  rc_region_num(r) <= NUM_MASK &&
+		  rc_region_at(ix->slab, rc_region_num(r)) == r);
 	rc_assert(!rc_index_first_overlap(ix, rc_region_start(r),
 					  rc_region_end(r)));
 	/* Every node a split may need, before anything changes. */

@@ -10,7 +10,6 @@
 #ifndef RC_REGION_H
 #define RC_REGION_H
 
-#include <bsd/sys/queue.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -47,14 +46,15 @@
 /**
  * struct rc_region - one registered range
  *
- * One cache line (64 bytes, 64-aligned in its slab): the first 48 bytes
- * are what hits and puts read and write. Region memory is type-stable: it
- * returns to its pool, never to the system, until the cache is destroyed,
- * so a hit may read a stale hint pointer safely.
+ * 48 bytes, 16-aligned: the first 32 are what hits and puts read and
+ * write (the first 16, seq and range, never cross a cache line). Region
+ * memory is type-stable: it returns to its pool, never to the system,
+ * until the cache is destroyed, so a hit may read a stale hint safely.
  *
- * @num is the region's number in its pool, fixed for the life of the pool:
- * rc_region_at() turns it back into the region. The index stores numbers,
- * not pointers (index.h).
+ * A region has a number in its pool, fixed while the pool lives:
+ * rc_region_num() and rc_region_at() convert (through the slab it sits in,
+ * see The pool). The index, the hint table and the lists hold numbers,
+ * not pointers: 4 bytes instead of 8.
  *
  * Invariants:
  *   seq state LIVE  <=> in the cache's index and on its LRU
@@ -64,42 +64,69 @@
  *                      holds it
  *   start and the end are multiples of 2^RC_REGION_UNIT_SHIFT (also for
  *                      pass-through regions)
- *   rc_region_at(pool->table.slab, num) == r
+ *   rc_region_at(pool->table.slab, rc_region_num(r)) == r
  */
 struct rc_region {
 	_Atomic uint32_t seq;
-	_Atomic uint32_t access;
-	_Atomic uintptr_t start;
 	_Atomic uint32_t units;		/* length >> RC_REGION_UNIT_SHIFT */
-	uint32_t num;			/* in its pool: see rc_region_at() */
-	_Atomic uint32_t shared_refs;	/* references no thread slot holds */
-	_Atomic uint32_t hits;		/* modulo 2^32: see regcache_get() */
-	void *handle;
-	_Atomic uint16_t last_use;	/* LRU clock at the last put */
+	_Atomic uintptr_t start;
+	_Atomic uint32_t access;
+	_Atomic uint16_t hits;		/* modulo 2^16: see regcache_get() */
 	_Atomic uint16_t tag_flags;	/* cache tag | RC_REGION_* */
+	void *handle;
+	_Atomic uint32_t shared_refs;	/* references no thread slot holds */
 	union {				/* written under the cache lock: */
-		_Atomic uint16_t lru_stamp;	/* live: last_use when queued */
+		_Atomic uint16_t lru_stamp;	/* live: hits when queued */
 		_Atomic uint32_t kill_ticket;	/* dead: the cache's kill count */
 	};
 
-	/* Changed under the cache lock only. */
-	TAILQ_ENTRY(rc_region) link;	/* LRU, dead, pass-through or free */
-} __attribute__((aligned(64)));
-/* With one hint slot (8 bytes) and its index entry (8 bytes in a full
- * leaf) a cached region costs about 82 bytes.
- * The LRU clock is kept modulo 2^16 here; a region used exactly a multiple
- * of 65536 misses after it was queued looks unused and may be evicted a
- * little early, which costs one re-registration. */
+	/* Changed under the cache lock only: region numbers, or
+	 * RC_NO_REGION. */
+	struct {
+		uint32_t prev, next;
+	} link;				/* LRU, dead, pass-through or free */
+} __attribute__((aligned(16)));
+/* With one hint slot (4 bytes) and its index entry (8 bytes in a full
+ * leaf) a cached region costs about 61 bytes.
+ * The LRU sees a region as used since it was queued when its hit count
+ * moved, modulo 2^16: one hit exactly a multiple of 65536 hits after it
+ * was queued looks unused and may be evicted a little early, which costs
+ * one re-registration. */
 
-/* Regions per slab; a region's number is its slab's number times this plus
- * its place in the slab. */
-#define RC_SLAB_REGIONS	1024
+/*
+ * Slabs: RC_SLAB_BYTES, aligned to their size, a header and then the
+ * regions. A region's number is its slab's number << RC_SLAB_NUM_BITS plus
+ * its place in the slab (numbers past RC_SLAB_REGIONS in a slab are never
+ * used), so that both ways are a few instructions: a region finds its slab
+ * header by masking its address.
+ */
+#define RC_SLAB_BYTES		((uintptr_t)1 << 16)
+#define RC_SLAB_NUM_BITS	11
+#define RC_NO_REGION		UINT32_MAX
+
+/**
+ * struct rc_slab - the header of a slab of regions
+ * @first:   number of regions[0].
+ * @map:     the mapping the slab was carved from (rc_region_slab_free()).
+ * @next:    the pool's slabs.
+ * @regions: RC_SLAB_REGIONS regions, from the slab's first cache line on.
+ */
+struct rc_slab {
+	uint32_t first;
+	void *map;
+	struct rc_slab *next;
+	struct rc_region regions[] __attribute__((aligned(64)));
+};
+#define RC_SLAB_REGIONS							\
+	((RC_SLAB_BYTES - sizeof(struct rc_slab)) / sizeof(struct rc_region))
+_Static_assert(RC_SLAB_REGIONS <= (1u << RC_SLAB_NUM_BITS),
+	       "a slab's regions fit its numbers");
 
 /**
  * struct rc_region_table - region numbers to regions, for one pool
  * @slab: @cap entries; slab[i] is the first region of slab i (regions
- *        i * RC_SLAB_REGIONS and on), for i < @nslabs. Allocated once, at
- *        its full size: it never moves while the pool lives.
+ *        i << RC_SLAB_NUM_BITS and on), for i < @nslabs. Allocated once,
+ *        at its full size: it never moves while the pool lives.
  */
 struct rc_region_table {
 	struct rc_region **slab;
@@ -114,7 +141,105 @@ struct rc_region_table {
 static inline struct rc_region *rc_region_at(struct rc_region *const *slab,
 					     uint32_t num)
 {
-	return &slab[num / RC_SLAB_REGIONS][num % RC_SLAB_REGIONS];
+	return &slab[num >> RC_SLAB_NUM_BITS]
+		    [num & ((1u << RC_SLAB_NUM_BITS) - 1)];
+}
+
+/* The number of @r, which sits in a slab. */
+static inline uint32_t rc_region_num(const struct rc_region *r)
+{
+	const struct rc_slab *slab =
+		(const struct rc_slab *)((uintptr_t)r & ~(RC_SLAB_BYTES - 1));
+
+	return slab->first + (uint32_t)(r - slab->regions);
+}
+
+/* Make @mem (RC_SLAB_BYTES, aligned to them, zeroed) slab number @no; its
+ * first region. */
+static inline struct rc_region *rc_region_slab_format(void *mem, uint32_t no)
+{
+	struct rc_slab *slab = mem;
+
+	slab->first = no << RC_SLAB_NUM_BITS;
+	return slab->regions;
+}
+
+/* ---------------------------------------------------------------------
+ * Lists of regions, linked by number through rc_region.link. Every call
+ * takes the slab array of the regions' table.
+ * ------------------------------------------------------------------- */
+
+struct rc_region_list {
+	uint32_t first, last;
+};
+
+#define RC_REGION_LIST_INIT { RC_NO_REGION, RC_NO_REGION }
+
+static inline void rc_list_init(struct rc_region_list *l)
+{
+	l->first = l->last = RC_NO_REGION;
+}
+
+static inline bool rc_list_empty(const struct rc_region_list *l)
+{
+	return l->first == RC_NO_REGION;
+}
+
+static inline struct rc_region *rc_list_first(struct rc_region *const *slab,
+					      const struct rc_region_list *l)
+{
+	return l->first == RC_NO_REGION ? NULL : rc_region_at(slab, l->first);
+}
+
+static inline struct rc_region *rc_list_next(struct rc_region *const *slab,
+					     const struct rc_region *r)
+{
+	return r->link.next == RC_NO_REGION ? NULL
+					    : rc_region_at(slab, r->link.next);
+}
+
+static inline void rc_list_insert_tail(struct rc_region *const *slab,
+				       struct rc_region_list *l,
+				       struct rc_region *r)
+{
+	uint32_t n = rc_region_num(r);
+
+	r->link.prev = l->last;
+	r->link.next = RC_NO_REGION;
+	if (l->last == RC_NO_REGION)
+		l->first = n;
+	else
+		rc_region_at(slab, l->last)->link.next = n;
+	l->last = n;
+}
+
+static inline void rc_list_insert_head(struct rc_region *const *slab,
+				       struct rc_region_list *l,
+				       struct rc_region *r)
+{
+	uint32_t n = rc_region_num(r);
+
+	r->link.next = l->first;
+	r->link.prev = RC_NO_REGION;
+	if (l->first == RC_NO_REGION)
+		l->last = n;
+	else
+		rc_region_at(slab, l->first)->link.prev = n;
+	l->first = n;
+}
+
+static inline void rc_list_remove(struct rc_region *const *slab,
+				  struct rc_region_list *l,
+				  struct rc_region *r)
+{
+	if (r->link.prev == RC_NO_REGION)
+		l->first = r->link.next;
+	else
+		rc_region_at(slab, r->link.prev)->link.next = r->link.next;
+	if (r->link.next == RC_NO_REGION)
+		l->last = r->link.prev;
+	else
+		rc_region_at(slab, r->link.next)->link.prev = r->link.prev;
 }
 
 static inline unsigned rc_region_flags(const struct rc_region *r)
@@ -129,8 +254,6 @@ static inline void rc_region_set_flags(struct rc_region *r, unsigned flags)
 
 	rc_store_relaxed(&r->tag_flags, (uint16_t)(tag | flags));
 }
-
-TAILQ_HEAD(rc_region_list, rc_region);
 
 static inline uintptr_t rc_region_start(const struct rc_region *r)
 {
@@ -190,7 +313,7 @@ static inline uintptr_t rc_region_end(const struct rc_region *r)
 #define RC_REF_ONE	((uint64_t)1 << 48)
 #define RC_REF_PTR_MASK	(RC_REF_ONE - 1)
 #define RC_REF_MAX	((uint64_t)0xffff << 48)
-/* Revoked slot: bit 0 of the pointer (regions are 8-aligned), so that no
+/* Revoked slot: bit 0 of the pointer (regions are 16-aligned), so that no
  * fast path matches it while readers still count it. An empty slot is
  * revoked as RC_REF_MAX | RC_REF_REVOKED, which counts for no region. */
 #define RC_REF_REVOKED	((uint64_t)1)
@@ -207,9 +330,10 @@ extern rc_hidden __thread struct rc_thread_refs *rc_my_refs
 static inline _Atomic uint64_t *rc_ref_slot(struct rc_thread_refs *t,
 					    const struct rc_region *r)
 {
-	/* Regions are 64 bytes apart in a slab: consecutive ones take
-	 * distinct slots. */
-	return &t->slot[((uintptr_t)r >> 6) % RC_THREAD_SLOTS];
+	/* Regions are 48 bytes apart in a slab, so r >> 4 steps by 3, which
+	 * is prime to RC_THREAD_SLOTS: any RC_THREAD_SLOTS consecutive
+	 * regions take distinct slots. */
+	return &t->slot[((uintptr_t)r >> 4) % RC_THREAD_SLOTS];
 }
 
 /* Count a reference without a slot (registers the thread's slots first,
@@ -340,8 +464,6 @@ static inline bool rc_region_claim(struct rc_region *r, uint32_t seq)
 /* ---------------------------------------------------------------------
  * The pool: type-stable region memory
  * ------------------------------------------------------------------- */
-
-struct rc_slab;
 
 /**
  * struct rc_region_pool - the regions of one cache

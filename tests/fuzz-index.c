@@ -18,8 +18,10 @@
 
 #define NREGIONS 64
 
-static struct rc_region regions[NREGIONS];
-static struct rc_region *slabs[] = { regions };
+/* Region i is number i: the first NREGIONS of one slab, as a pool makes
+ * them (aligned to their size). */
+static struct rc_region *regions;
+static struct rc_region *slabs[1];
 static const struct rc_region_table table = { .slab = slabs, .nslabs = 1,
 					      .cap = 1 };
 static bool in_index[NREGIONS];
@@ -118,6 +120,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct input in = { data, size };
 	struct rc_index ix;
 
+	if (!regions) {
+		void *mem = aligned_alloc(RC_SLAB_BYTES, RC_SLAB_BYTES);
+
+		if (!mem)
+			FAIL("no memory for a slab");
+		memset(mem, 0, RC_SLAB_BYTES);
+		regions = slabs[0] = rc_region_slab_format(mem, 0);
+	}
 	memset(in_index, 0, sizeof(in_index));
 	if (rc_index_init(&ix, 1 + next(&in) * 64, &table))
 		FAIL("rc_index_init failed");
@@ -138,7 +148,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!free_range)
 				break;
 			memset(&regions[i], 0, sizeof(regions[i]));
-			regions[i].num = (uint32_t)i;
 			rc_store_relaxed(&regions[i].start, start);
 			rc_store_relaxed(&regions[i].units,
 					 (uint32_t)(len / 4096));

@@ -25,11 +25,23 @@
 	T_EXPECT_EQ(region_no(expected), region_no(actual))
 
 #define NREGIONS 512
-static struct rc_region regions[NREGIONS];
-/* Region i is number i: one slab. */
-static struct rc_region *regions_slab[] = { regions };
+/* Region i is number i: the first NREGIONS of one slab (new_slabs()). */
+static struct rc_region *regions;
+static struct rc_region *regions_slab[1];
 static const struct rc_region_table table = { .slab = regions_slab,
 					      .nslabs = 1, .cap = 1 };
+
+/* @n slabs of regions, as a pool makes them (aligned to their size). */
+static void new_slabs(struct rc_region **slab, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		void *mem = aligned_alloc(RC_SLAB_BYTES, RC_SLAB_BYTES);
+
+		T_REQUIRE(mem);
+		memset(mem, 0, RC_SLAB_BYTES);
+		slab[i] = rc_region_slab_format(mem, (uint32_t)i);
+	}
+}
 
 static long region_no(const struct rc_region *r)
 {
@@ -41,7 +53,6 @@ static struct rc_region *region(int i, uintptr_t start, uintptr_t end)
 	struct rc_region *r = &regions[i];
 
 	memset(r, 0, sizeof(*r));
-	r->num = (uint32_t)i;
 	rc_store_relaxed(&r->start, start);
 	rc_store_relaxed(&r->units, (uint32_t)((end - start) >> 12));
 	return r;
@@ -216,7 +227,7 @@ static void test_random(int ops)
 	struct rc_index ix;
 	int failures_before = t_failures;
 
-	memset(regions, 0, sizeof(regions));
+	memset(regions, 0, NREGIONS * sizeof(*regions));
 	T_REQUIRE(rc_index_init(&ix, NREGIONS, &table) == 0);
 	for (int op = 0; op < ops && t_failures == failures_before; op++) {
 		int i = (int)(next_rand() % NREGIONS);
@@ -275,10 +286,20 @@ static void test_random(int ops)
 }
 
 #define BULK 200000
-static struct rc_region bulk[BULK];
 static bool bulk_in[BULK];
 static struct rc_region *bulk_slabs[(BULK + RC_SLAB_REGIONS - 1) /
 				    RC_SLAB_REGIONS];
+/* Bulk region i: the regions of the slabs one after the other. */
+#define BULK_R(i)                                                          \
+	(&bulk_slabs[(i) / RC_SLAB_REGIONS][(i) % RC_SLAB_REGIONS])
+
+static long bulk_no(const struct rc_region *r)
+{
+	uint32_t num = rc_region_num(r);
+
+	return (long)(num >> RC_SLAB_NUM_BITS) * (long)RC_SLAB_REGIONS +
+	       (long)(num & ((1u << RC_SLAB_NUM_BITS) - 1));
+}
 static const struct rc_region_table bulk_table = {
 	.slab = bulk_slabs,
 	.nslabs = sizeof(bulk_slabs) / sizeof(bulk_slabs[0]),
@@ -301,7 +322,7 @@ static void bulk_check(const struct rc_index *ix, const char *when)
 		expect += bulk_in[i];
 	for (struct rc_region *r = rc_index_first_overlap(ix, 0, UINTPTR_MAX);
 	     r; r = rc_index_next_overlap(ix, r, UINTPTR_MAX)) {
-		long i = r - bulk;
+		long i = bulk_no(r);
 
 		T_CHECK(i >= 0 && i < BULK && bulk_in[i]);
 		T_CHECK(!prev || rc_region_end(prev) <= rc_region_start(r));
@@ -314,12 +335,12 @@ static void bulk_check(const struct rc_index *ix, const char *when)
 	for (int i = 0; i < BULK && t_failures == failures_before; i++) {
 		uintptr_t s = bulk_start(i);
 
-		EXPECT_REGION(bulk_in[i] ? &bulk[i] : NULL,
+		EXPECT_REGION(bulk_in[i] ? BULK_R(i) : NULL,
 			      rc_index_first_overlap(ix, s + 4096, s + 8192));
 		/* The gap after region i, then up to region i+1's start. */
 		T_CHECK(!rc_index_first_overlap(ix, s + 8192, s + 12288));
 		if (i + 1 < BULK)
-			EXPECT_REGION(bulk_in[i + 1] ? &bulk[i + 1] : NULL,
+			EXPECT_REGION(bulk_in[i + 1] ? BULK_R(i + 1) : NULL,
 				      rc_index_first_overlap(ix, s + 8192,
 							     s + 12289));
 	}
@@ -345,34 +366,31 @@ static void test_bulk(bool shuffle, bool descending)
 	struct rc_index ix;
 
 	T_REQUIRE(rc_index_init(&ix, BULK, &bulk_table) == 0);
-	for (size_t s = 0; s < bulk_table.nslabs; s++)
-		bulk_slabs[s] = &bulk[s * RC_SLAB_REGIONS];
 	for (int i = 0; i < BULK; i++) {
-		bulk[i].num = (uint32_t)i;
-		rc_store_relaxed(&bulk[i].start, bulk_start(i));
-		rc_store_relaxed(&bulk[i].units, 2);
+		rc_store_relaxed(&BULK_R(i)->start, bulk_start(i));
+		rc_store_relaxed(&BULK_R(i)->units, 2);
 	}
 	bulk_order(order, shuffle, descending);
 	for (int k = 0; k < BULK; k++) {
-		T_REQUIRE(rc_index_insert(&ix, &bulk[order[k]]) == 0);
+		T_REQUIRE(rc_index_insert(&ix, BULK_R(order[k])) == 0);
 		bulk_in[order[k]] = true;
 	}
 	bulk_check(&ix, "after the inserts");
 	/* Every other one out (merges and rebalancing on every level), then
 	 * back in, then all out in another order. */
 	for (int k = 0; k < BULK; k += 2) {
-		rc_index_remove(&ix, &bulk[order[k]]);
+		rc_index_remove(&ix, BULK_R(order[k]));
 		bulk_in[order[k]] = false;
 	}
 	bulk_check(&ix, "after removing every other one");
 	for (int k = 0; k < BULK; k += 2) {
-		T_REQUIRE(rc_index_insert(&ix, &bulk[order[k]]) == 0);
+		T_REQUIRE(rc_index_insert(&ix, BULK_R(order[k])) == 0);
 		bulk_in[order[k]] = true;
 	}
 	bulk_check(&ix, "after inserting them again");
 	bulk_order(order, true, false);
 	for (int k = 0; k < BULK; k++) {
-		rc_index_remove(&ix, &bulk[order[k]]);
+		rc_index_remove(&ix, BULK_R(order[k]));
 		bulk_in[order[k]] = false;
 		if (k == BULK * 9 / 10)
 			bulk_check(&ix, "with a tenth left");
@@ -416,6 +434,9 @@ static void test_assert_catches(bool overlap)
 
 int main(void)
 {
+	new_slabs(regions_slab, 1);
+	regions = regions_slab[0];
+	new_slabs(bulk_slabs, bulk_table.nslabs);
 	test_empty();
 	test_edges();
 	test_hints();
