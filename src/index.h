@@ -126,7 +126,8 @@ static inline struct rc_region *rc_index_hint(const struct rc_index *ix,
 static inline void rc_index_hint_set(struct rc_index *ix, uintptr_t addr,
 				     struct rc_region *r)
 {
-	rc_store_release(&ix->hint[rc_index_hint_slot(ix, addr)], rc_region_num(r) + 1);
+	rc_store_release(&ix->hint[rc_index_hint_slot(ix, addr)],
+			 rc_region_num(r) + 1);
 }
 
 #endif /* RC_INDEX_H */

@@ -472,6 +472,10 @@ static inline bool rc_region_claim(struct rc_region *r, uint32_t seq)
  *         misuse, not a proof; the 8192nd cache created shares the first
  *         one's tag).
  *
+ * @free:  the FREE regions, linked by number.
+ * @slabs: every slab, for rc_region_pool_fini().
+ * @table: region numbers to regions.
+ *
  * Every call named _locked needs the lock the caller guards the pool with
  * (the cache lock); the others take no lock.
  */
@@ -482,10 +486,12 @@ struct rc_region_pool {
 	struct rc_region_table table;
 };
 
-/* An empty pool that can hold at least @max_regions regions (more are
- * refused: rc_region_slab_add_locked()); 0 or -ENOMEM. The first one of
- * the process registers for membarrier() (see References); where that
- * fails, every count is an RMW. */
+/* An empty pool with numbers for 4 x @max_regions regions (room for dead
+ * and pass-through ones that callers hold), at least 2^20 and at most what
+ * the index's RC_INDEX_NUM_BITS reach; more are refused
+ * (rc_region_slab_add_locked()). 0 or -ENOMEM. The first one of the
+ * process registers for membarrier() (see References); where that fails,
+ * every count is an RMW. */
 rc_hidden int rc_region_pool_init(struct rc_region_pool *pool,
 				  size_t max_regions);
 /* Free the pool's memory: every region becomes invalid. */
