@@ -887,8 +887,6 @@ int regcache_get(struct regcache *c, const void *addr, size_t len,
 			!rc_monitor_current(&c->cursor)))
 		return get_slow(c, addr, len, access, out);
 	r = rc_index_hint(&c->index, start);
-	if (rc_unlikely(!r))
-		return get_slow(c, addr, len, access, out);
 	seq = rc_load_acquire(&r->seq);
 	rstart = rc_load_relaxed(&r->start);
 	if (rc_unlikely(rc_seq_state(seq) != RC_SEQ_LIVE || start < rstart ||

@@ -38,8 +38,9 @@ struct rc_index_node;
 
 /**
  * struct rc_index - an interval index with its hint table
- * @hint:      2^@hint_bits slots, each the number + 1 of the last region
- *             found for a page that maps to it (or 0): 4 bytes a slot.
+ * @hint:      2^@hint_bits slots, each the number of the last region
+ *             found for a page that maps to it (or 0, which is never
+ *             live: struct rc_region_table): 4 bytes a slot.
  * @hint_mask: 2^@hint_bits - 1.
  * @slab:      the slab array of the table the region numbers refer to
  *             (region.h: rc_region_at()).
@@ -112,22 +113,22 @@ static inline size_t rc_index_hint_slot(const struct rc_index *ix,
 }
 
 /* The hint for @addr: a region that was in @ix and covered @addr once, or
- * NULL. The acquire pairs with the release in rc_index_hint_set(): the
- * region's fields as they were when it was hinted, and its slab in the
- * table, are visible. */
+ * region number 0, which is never live. The acquire pairs with the release
+ * in rc_index_hint_set(): the region's fields as they were when it was
+ * hinted, and its slab in the table, are visible. */
 static inline struct rc_region *rc_index_hint(const struct rc_index *ix,
 					      uintptr_t addr)
 {
-	uint32_t v = rc_load_acquire(&ix->hint[rc_index_hint_slot(ix, addr)]);
-
-	return rc_likely(v) ? rc_region_at(ix->slab, v - 1) : NULL;
+	return rc_region_at(ix->slab,
+			    rc_load_acquire(&ix->hint[rc_index_hint_slot(ix,
+									 addr)]));
 }
 
 static inline void rc_index_hint_set(struct rc_index *ix, uintptr_t addr,
 				     struct rc_region *r)
 {
 	rc_store_release(&ix->hint[rc_index_hint_slot(ix, addr)],
-			 rc_region_num(r) + 1);
+			 rc_region_num(r));
 }
 
 #endif /* RC_INDEX_H */

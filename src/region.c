@@ -312,6 +312,9 @@ void rc_region_make_live(struct rc_region *r)
  * RC_NO_REGION is none of them. */
 #define RC_POOL_MAX_SLABS ((uint32_t)1 << (28 - RC_SLAB_NUM_BITS))
 
+/* Region number 0 of every pool (struct rc_region_table). */
+static struct rc_region no_region = { .seq = RC_SEQ_FREE };
+
 int rc_region_pool_init(struct rc_region_pool *pool, size_t max_regions)
 {
 	static _Atomic uint32_t next_tag = 1;
@@ -319,7 +322,7 @@ int rc_region_pool_init(struct rc_region_pool *pool, size_t max_regions)
 	 * callers may hold in any number: 4x max_regions, at least 2^20. */
 	size_t want = max_regions < ((size_t)1 << 18) ? (size_t)1 << 20
 						      : max_regions * 4;
-	size_t cap = (want + RC_SLAB_REGIONS - 1) / RC_SLAB_REGIONS;
+	size_t cap = 1 + (want + RC_SLAB_REGIONS - 1) / RC_SLAB_REGIONS;
 
 	pthread_once(&slots_once, slots_init);
 	memset(pool, 0, sizeof(*pool));
@@ -329,6 +332,8 @@ int rc_region_pool_init(struct rc_region_pool *pool, size_t max_regions)
 	if (!pool->table.slab)
 		return -ENOMEM;
 	pool->table.cap = (uint32_t)cap;
+	pool->table.slab[0] = &no_region;
+	pool->table.nslabs = 1;
 	pool->tag = rc_fetch_add_relaxed(&next_tag, 1) & RC_REGION_TAG_MASK;
 	rc_list_init(&pool->free);
 	return 0;
@@ -401,7 +406,7 @@ bool rc_region_slab_add_locked(struct rc_region_pool *pool,
 
 	if (t->nslabs == t->cap) {
 		rc_error("region pool full: %u slabs of %zu regions at once "
-			 "(held dead or pass-through ones included)", t->cap,
+			 "(held dead or pass-through ones included)", t->cap - 1,
 			 (size_t)RC_SLAB_REGIONS);
 		return false;
 	}

@@ -126,7 +126,10 @@ _Static_assert(RC_SLAB_REGIONS <= (1u << RC_SLAB_NUM_BITS),
  * struct rc_region_table - region numbers to regions, for one pool
  * @slab: @cap entries; slab[i] is the first region of slab i (regions
  *        i << RC_SLAB_NUM_BITS and on), for i < @nslabs. Allocated once,
- *        at its full size: it never moves while the pool lives.
+ *        at its full size: it never moves while the pool lives. slab[0] is
+ *        no slab: it points to one region that is always FREE, so that
+ *        number 0 means "no region" and still reads as a region (an empty
+ *        hint slot costs a hit no test of its own).
  */
 struct rc_region_table {
 	struct rc_region **slab;

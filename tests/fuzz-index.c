@@ -18,12 +18,13 @@
 
 #define NREGIONS 64
 
-/* Region i is number i: the first NREGIONS of one slab, as a pool makes
- * them (aligned to their size). */
+/* Region i is the i-th of slab 1, as a pool makes them (aligned to their
+ * size); number 0 is no region (struct rc_region_table). */
+static struct rc_region no_region = { .seq = RC_SEQ_FREE };
 static struct rc_region *regions;
-static struct rc_region *slabs[1];
-static const struct rc_region_table table = { .slab = slabs, .nslabs = 1,
-					      .cap = 1 };
+static struct rc_region *slabs[2] = { &no_region };
+static const struct rc_region_table table = { .slab = slabs, .nslabs = 2,
+					      .cap = 2 };
 static bool in_index[NREGIONS];
 
 #define FAIL(...)                                                            \
@@ -126,7 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!mem)
 			FAIL("no memory for a slab");
 		memset(mem, 0, RC_SLAB_BYTES);
-		regions = slabs[0] = rc_region_slab_format(mem, 0);
+		regions = slabs[1] = rc_region_slab_format(mem, 1);
 	}
 	memset(in_index, 0, sizeof(in_index));
 	if (rc_index_init(&ix, 1 + next(&in) * 64, &table))

@@ -25,16 +25,20 @@
 	T_EXPECT_EQ(region_no(expected), region_no(actual))
 
 #define NREGIONS 512
-/* Region i is number i: the first NREGIONS of one slab (new_slabs()). */
+/* Number 0 is no region (struct rc_region_table); region i is the i-th of
+ * slab 1 (new_slabs()). */
+static struct rc_region no_region = { .seq = RC_SEQ_FREE };
 static struct rc_region *regions;
-static struct rc_region *regions_slab[1];
+static struct rc_region *regions_slab[2] = { &no_region };
 static const struct rc_region_table table = { .slab = regions_slab,
-					      .nslabs = 1, .cap = 1 };
+					      .nslabs = 2, .cap = 2 };
 
-/* @n slabs of regions, as a pool makes them (aligned to their size). */
+/* Slabs 1 to @n of regions, as a pool makes them (aligned to their size);
+ * slab[0] is no slab. */
 static void new_slabs(struct rc_region **slab, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
+	slab[0] = &no_region;
+	for (size_t i = 1; i <= n; i++) {
 		void *mem = aligned_alloc(RC_SLAB_BYTES, RC_SLAB_BYTES);
 
 		T_REQUIRE(mem);
@@ -43,9 +47,10 @@ static void new_slabs(struct rc_region **slab, size_t n)
 	}
 }
 
+/* An empty hint reads as region number 0, printed as NULL. */
 static long region_no(const struct rc_region *r)
 {
-	return r ? (long)(r - regions) : -1;
+	return r && r != &no_region ? (long)(r - regions) : -1;
 }
 
 static struct rc_region *region(int i, uintptr_t start, uintptr_t end)
@@ -66,6 +71,9 @@ static void test_empty(void)
 	EXPECT_REGION(NULL, rc_index_first_overlap(&ix, 0, UINTPTR_MAX));
 	EXPECT_REGION(NULL, rc_index_first_overlap(&ix, 0x1000, 0x2000));
 	EXPECT_REGION(NULL, rc_index_hint(&ix, 0x1000));
+	/* An empty hint slot reads as a region no hit can take. */
+	T_CHECK(rc_seq_state(rc_load_relaxed(&rc_index_hint(&ix, 0x1000)->seq)) !=
+		RC_SEQ_LIVE);
 	rc_index_fini(&ix);
 }
 
@@ -287,17 +295,17 @@ static void test_random(int ops)
 
 #define BULK 200000
 static bool bulk_in[BULK];
-static struct rc_region *bulk_slabs[(BULK + RC_SLAB_REGIONS - 1) /
-				    RC_SLAB_REGIONS];
-/* Bulk region i: the regions of the slabs one after the other. */
+static struct rc_region *bulk_slabs[1 + (BULK + RC_SLAB_REGIONS - 1) /
+					RC_SLAB_REGIONS];
+/* Bulk region i: the regions of slabs 1 and on, one after the other. */
 #define BULK_R(i)                                                          \
-	(&bulk_slabs[(i) / RC_SLAB_REGIONS][(i) % RC_SLAB_REGIONS])
+	(&bulk_slabs[1 + (i) / RC_SLAB_REGIONS][(i) % RC_SLAB_REGIONS])
 
 static long bulk_no(const struct rc_region *r)
 {
 	uint32_t num = rc_region_num(r);
 
-	return (long)(num >> RC_SLAB_NUM_BITS) * (long)RC_SLAB_REGIONS +
+	return (long)((num >> RC_SLAB_NUM_BITS) - 1) * (long)RC_SLAB_REGIONS +
 	       (long)(num & ((1u << RC_SLAB_NUM_BITS) - 1));
 }
 static const struct rc_region_table bulk_table = {
@@ -435,8 +443,8 @@ static void test_assert_catches(bool overlap)
 int main(void)
 {
 	new_slabs(regions_slab, 1);
-	regions = regions_slab[0];
-	new_slabs(bulk_slabs, bulk_table.nslabs);
+	regions = regions_slab[1];
+	new_slabs(bulk_slabs, bulk_table.nslabs - 1);
 	test_empty();
 	test_edges();
 	test_hints();
