@@ -167,7 +167,7 @@ static void kill_locked(struct regcache *c, struct rc_region *r,
 	c->live_bytes -= rc_region_end(r) - rc_region_start(r);
 	c->hits_retired += rc_load_relaxed(&r->hits);
 	rc_region_mark_dead(r, ++c->kills);
-	rc_list_insert_tail(slabs(c), &c->dead_list, r);
+	rc_region_list_insert_tail(slabs(c), &c->dead_list, r);
 	batch->killed++;
 }
 
@@ -197,29 +197,29 @@ static void claim_killed(struct regcache *c, struct kill_batch *batch)
 	rc_store_release(&c->fenced_kills, killed_before);
 
 	pthread_mutex_lock(&c->lock);
-	for (r = rc_list_first(slabs(c), &c->dead_list); r; r = next) {
+	for (r = rc_region_list_first(slabs(c), &c->dead_list); r; r = next) {
 		uint32_t seq = rc_load_relaxed(&r->seq);
 
-		next = rc_list_next(slabs(c), r);
+		next = rc_region_list_next(slabs(c), r);
 		if (rc_region_refs(r) ||
 		    (int32_t)(rc_load_relaxed(&r->kill_ticket) - killed_before) > 0 ||
 		    !rc_region_claim(r, seq))
 			continue;
-		rc_list_remove(slabs(c), &c->dead_list, r);
-		rc_list_insert_tail(slabs(c), &claimed, r);
+		rc_region_list_remove(slabs(c), &c->dead_list, r);
+		rc_region_list_insert_tail(slabs(c), &claimed, r);
 	}
 	pthread_mutex_unlock(&c->lock);
 	kill_batch_init(batch);
 
-	if (rc_list_empty(&claimed))
+	if (rc_region_list_empty(&claimed))
 		return;
 	/* Nobody else links claimed regions: their links hold still. */
-	for (r = rc_list_first(slabs(c), &claimed); r;
-	     r = rc_list_next(slabs(c), r))
+	for (r = rc_region_list_first(slabs(c), &claimed); r;
+	     r = rc_region_list_next(slabs(c), r))
 		dereg(c, r);
 	pthread_mutex_lock(&c->lock);
-	while ((r = rc_list_first(slabs(c), &claimed))) {
-		rc_list_remove(slabs(c), &claimed, r);
+	while ((r = rc_region_list_first(slabs(c), &claimed))) {
+		rc_region_list_remove(slabs(c), &claimed, r);
 		rc_region_free_locked(&c->pool, r);
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -248,7 +248,7 @@ static rc_noinline void claim_if_unused(struct regcache *c,
 		return;
 	dereg(c, r);
 	pthread_mutex_lock(&c->lock);
-	rc_list_remove(slabs(c), &c->dead_list, r);
+	rc_region_list_remove(slabs(c), &c->dead_list, r);
 	rc_region_free_locked(&c->pool, r);
 	pthread_mutex_unlock(&c->lock);
 }
@@ -450,12 +450,12 @@ static void forget_all_locked(struct regcache *c)
 	}
 	c->nr_live = 0;
 	c->live_bytes = 0;
-	while ((r = rc_list_first(slabs(c), &c->dead_list))) {
-		rc_list_remove(slabs(c), &c->dead_list, r);
+	while ((r = rc_region_list_first(slabs(c), &c->dead_list))) {
+		rc_region_list_remove(slabs(c), &c->dead_list, r);
 		rc_region_forget_locked(&c->pool, r);
 	}
-	while ((r = rc_list_first(slabs(c), &c->passthrough))) {
-		rc_list_remove(slabs(c), &c->passthrough, r);
+	while ((r = rc_region_list_first(slabs(c), &c->passthrough))) {
+		rc_region_list_remove(slabs(c), &c->passthrough, r);
 		rc_region_set_flags(r, rc_region_flags(r) |
 					       RC_REGION_FORGOTTEN);
 	}
@@ -615,7 +615,7 @@ static int get_passthrough(struct regcache *c, uintptr_t start, uintptr_t end,
 	/* Filled but never made live: no lookup can find it. */
 	rc_region_fill(r, start, end, access, handle, RC_REGION_PASSTHROUGH);
 	pthread_mutex_lock(&c->lock);
-	rc_list_insert_tail(slabs(c), &c->passthrough, r);
+	rc_region_list_insert_tail(slabs(c), &c->passthrough, r);
 	pthread_mutex_unlock(&c->lock);
 	rc_fetch_add_relaxed(&c->st_uncached, 1);
 	*out = (struct regcache_region *)r;
@@ -912,7 +912,7 @@ static rc_noinline void put_passthrough(struct regcache *c,
 		return;
 	dereg(c, r);
 	pthread_mutex_lock(&c->lock);
-	rc_list_remove(slabs(c), &c->passthrough, r);
+	rc_region_list_remove(slabs(c), &c->passthrough, r);
 	rc_region_free_locked(&c->pool, r);
 	pthread_mutex_unlock(&c->lock);
 }
@@ -1101,8 +1101,8 @@ int rc_cache_create(const struct regcache_params *params,
 	 * budget, which every cache shares (budget.h). */
 	c->max_bytes = params->max_bytes ? params->max_bytes : SIZE_MAX;
 	pthread_mutex_init(&c->lock, NULL);
-	rc_list_init(&c->dead_list);
-	rc_list_init(&c->passthrough);
+	rc_region_list_init(&c->dead_list);
+	rc_region_list_init(&c->passthrough);
 	TAILQ_INIT(&c->pending);
 	ret = rc_region_pool_init(&c->pool, c->max_regions);
 	if (ret)
@@ -1178,13 +1178,13 @@ void regcache_destroy(struct regcache *c)
 	claim_killed(c, &batch);
 
 	/* What is left is held by callers: report, then deregister anyway. */
-	while ((r = rc_list_first(slabs(c), &c->dead_list))) {
-		rc_list_remove(slabs(c), &c->dead_list, r);
+	while ((r = rc_region_list_first(slabs(c), &c->dead_list))) {
+		rc_region_list_remove(slabs(c), &c->dead_list, r);
 		held++;
 		dereg(c, r);
 	}
-	while ((r = rc_list_first(slabs(c), &c->passthrough))) {
-		rc_list_remove(slabs(c), &c->passthrough, r);
+	while ((r = rc_region_list_first(slabs(c), &c->passthrough))) {
+		rc_region_list_remove(slabs(c), &c->passthrough, r);
 		held++;
 		dereg(c, r);
 	}

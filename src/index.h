@@ -31,8 +31,8 @@
 struct rc_index_node;
 
 /* What a leaf entry can hold: a region that starts below
- * RC_INDEX_ADDR_LIMIT, numbered below 2^RC_INDEX_NUM_BITS. */
-#define RC_INDEX_NUM_BITS	28
+ * RC_INDEX_ADDR_LIMIT (2^48), numbered below 2^RC_INDEX_NUM_BITS. */
+#define RC_INDEX_NUM_BITS	RC_REGION_NUM_BITS
 #define RC_INDEX_ADDR_LIMIT	((uintptr_t)1 << (64 - RC_INDEX_NUM_BITS + \
 						  RC_REGION_UNIT_SHIFT))
 
@@ -119,9 +119,9 @@ static inline size_t rc_index_hint_slot(const struct rc_index *ix,
 static inline struct rc_region *rc_index_hint(const struct rc_index *ix,
 					      uintptr_t addr)
 {
-	return rc_region_at(ix->slab,
-			    rc_load_acquire(&ix->hint[rc_index_hint_slot(ix,
-									 addr)]));
+	uint32_t num = rc_load_acquire(&ix->hint[rc_index_hint_slot(ix, addr)]);
+
+	return rc_region_at(ix->slab, num);
 }
 
 static inline void rc_index_hint_set(struct rc_index *ix, uintptr_t addr,

@@ -34,7 +34,7 @@ struct rc_lru {
 static inline void rc_lru_init(struct rc_lru *lru,
 			       struct rc_region *const *slab)
 {
-	rc_list_init(&lru->list);
+	rc_region_list_init(&lru->list);
 	lru->nr = 0;
 	lru->slab = slab;
 }
@@ -43,13 +43,13 @@ static inline void rc_lru_init(struct rc_lru *lru,
 static inline void rc_lru_add(struct rc_lru *lru, struct rc_region *r)
 {
 	rc_store_relaxed(&r->lru_stamp, rc_load_relaxed(&r->hits));
-	rc_list_insert_tail(lru->slab, &lru->list, r);
+	rc_region_list_insert_tail(lru->slab, &lru->list, r);
 	lru->nr++;
 }
 
 static inline void rc_lru_del(struct rc_lru *lru, struct rc_region *r)
 {
-	rc_list_remove(lru->slab, &lru->list, r);
+	rc_region_list_remove(lru->slab, &lru->list, r);
 	lru->nr--;
 }
 

@@ -308,9 +308,7 @@ void rc_region_make_live(struct rc_region *r)
 	rc_store_release(&r->seq, (seq | 3u) + 1);
 }
 
-/* Numbers a pool may hand out: what the index can store (index.h), and
- * RC_NO_REGION is none of them. */
-#define RC_POOL_MAX_SLABS ((uint32_t)1 << (28 - RC_SLAB_NUM_BITS))
+#define RC_POOL_MAX_SLABS ((uint32_t)1 << (RC_REGION_NUM_BITS - RC_SLAB_NUM_BITS))
 
 /* Region number 0 of every pool (struct rc_region_table). */
 static struct rc_region no_region = { .seq = RC_SEQ_FREE };
@@ -335,7 +333,7 @@ int rc_region_pool_init(struct rc_region_pool *pool, size_t max_regions)
 	pool->table.slab[0] = &no_region;
 	pool->table.nslabs = 1;
 	pool->tag = rc_fetch_add_relaxed(&next_tag, 1) & RC_REGION_TAG_MASK;
-	rc_list_init(&pool->free);
+	rc_region_list_init(&pool->free);
 	return 0;
 }
 
@@ -353,10 +351,10 @@ void rc_region_pool_fini(struct rc_region_pool *pool)
 
 struct rc_region *rc_region_alloc_locked(struct rc_region_pool *pool)
 {
-	struct rc_region *r = rc_list_first(pool->table.slab, &pool->free);
+	struct rc_region *r = rc_region_list_first(pool->table.slab, &pool->free);
 
 	if (r)
-		rc_list_remove(pool->table.slab, &pool->free, r);
+		rc_region_list_remove(pool->table.slab, &pool->free, r);
 	return r;
 }
 
@@ -415,7 +413,7 @@ bool rc_region_slab_add_locked(struct rc_region_pool *pool,
 	slab->next = pool->slabs;
 	pool->slabs = slab;
 	for (uint32_t i = 0; i < RC_SLAB_REGIONS; i++)
-		rc_list_insert_tail(t->slab, &pool->free, &slab->regions[i]);
+		rc_region_list_insert_tail(t->slab, &pool->free, &slab->regions[i]);
 	return true;
 }
 
@@ -424,7 +422,7 @@ void rc_region_free_locked(struct rc_region_pool *pool, struct rc_region *r)
 	rc_store_relaxed(&r->seq, rc_load_relaxed(&r->seq) | RC_SEQ_FREE);
 	/* A second put of a pass-through region finds it not pass-through. */
 	rc_region_set_flags(r, 0);
-	rc_list_insert_head(pool->table.slab, &pool->free, r);
+	rc_region_list_insert_head(pool->table.slab, &pool->free, r);
 }
 
 bool rc_region_forget_locked(struct rc_region_pool *pool, struct rc_region *r)

@@ -53,8 +53,8 @@
  *
  * A region has a number in its pool, fixed while the pool lives:
  * rc_region_num() and rc_region_at() convert (through the slab it sits in,
- * see The pool). The index, the hint table and the lists hold numbers,
- * not pointers: 4 bytes instead of 8.
+ * see Slabs below). The index, the hint table and the lists hold numbers,
+ * not pointers: 4 bytes instead of 8. Number 0 is no region's.
  *
  * Invariants:
  *   seq state LIVE  <=> in the cache's index and on its LRU
@@ -102,6 +102,9 @@ struct rc_region {
  */
 #define RC_SLAB_BYTES		((uintptr_t)1 << 16)
 #define RC_SLAB_NUM_BITS	11
+/* Every number a pool hands out is below 2^RC_REGION_NUM_BITS (what an
+ * index leaf entry holds); RC_NO_REGION is none of them. */
+#define RC_REGION_NUM_BITS	28
 #define RC_NO_REGION		UINT32_MAX
 
 /**
@@ -109,7 +112,7 @@ struct rc_region {
  * @first:   number of regions[0].
  * @map:     the mapping the slab was carved from (rc_region_slab_free()).
  * @next:    the pool's slabs.
- * @regions: RC_SLAB_REGIONS regions, from the slab's first cache line on.
+ * @regions: RC_SLAB_REGIONS regions, from the slab's second cache line on.
  */
 struct rc_slab {
 	uint32_t first;
@@ -178,30 +181,30 @@ struct rc_region_list {
 
 #define RC_REGION_LIST_INIT { RC_NO_REGION, RC_NO_REGION }
 
-static inline void rc_list_init(struct rc_region_list *l)
+static inline void rc_region_list_init(struct rc_region_list *l)
 {
 	l->first = l->last = RC_NO_REGION;
 }
 
-static inline bool rc_list_empty(const struct rc_region_list *l)
+static inline bool rc_region_list_empty(const struct rc_region_list *l)
 {
 	return l->first == RC_NO_REGION;
 }
 
-static inline struct rc_region *rc_list_first(struct rc_region *const *slab,
+static inline struct rc_region *rc_region_list_first(struct rc_region *const *slab,
 					      const struct rc_region_list *l)
 {
 	return l->first == RC_NO_REGION ? NULL : rc_region_at(slab, l->first);
 }
 
-static inline struct rc_region *rc_list_next(struct rc_region *const *slab,
+static inline struct rc_region *rc_region_list_next(struct rc_region *const *slab,
 					     const struct rc_region *r)
 {
 	return r->link.next == RC_NO_REGION ? NULL
 					    : rc_region_at(slab, r->link.next);
 }
 
-static inline void rc_list_insert_tail(struct rc_region *const *slab,
+static inline void rc_region_list_insert_tail(struct rc_region *const *slab,
 				       struct rc_region_list *l,
 				       struct rc_region *r)
 {
@@ -216,7 +219,7 @@ static inline void rc_list_insert_tail(struct rc_region *const *slab,
 	l->last = n;
 }
 
-static inline void rc_list_insert_head(struct rc_region *const *slab,
+static inline void rc_region_list_insert_head(struct rc_region *const *slab,
 				       struct rc_region_list *l,
 				       struct rc_region *r)
 {
@@ -231,7 +234,7 @@ static inline void rc_list_insert_head(struct rc_region *const *slab,
 	l->first = n;
 }
 
-static inline void rc_list_remove(struct rc_region *const *slab,
+static inline void rc_region_list_remove(struct rc_region *const *slab,
 				  struct rc_region_list *l,
 				  struct rc_region *r)
 {
