@@ -40,6 +40,12 @@ static void caches_init(void)
  * Regions: allocation, kills, claims
  * ------------------------------------------------------------------- */
 
+/* What the region lists of @c link through (region.h). */
+static inline struct rc_region *const *slabs(const struct regcache *c)
+{
+	return c->pool.table.slab;
+}
+
 /*
  * Regions killed under the lock wait on c->dead_list until the lock is
  * dropped: whether anybody still holds them can only be decided after
@@ -105,7 +111,11 @@ static struct rc_region *region_alloc(struct regcache *c)
 	if (!slab)
 		return NULL;
 	pthread_mutex_lock(&c->lock);
-	rc_region_slab_add_locked(&c->pool, slab);
+	if (!rc_region_slab_add_locked(&c->pool, slab)) {
+		pthread_mutex_unlock(&c->lock);
+		rc_region_slab_free(slab);
+		return NULL;
+	}
 	r = rc_region_alloc_locked(&c->pool);
 	pthread_mutex_unlock(&c->lock);
 	return r;
@@ -137,12 +147,11 @@ static void dereg(struct regcache *c, struct rc_region *r)
 /* Index a filled region: it becomes LIVE, hintable and evictable. The
  * index has its spares (rc_index_spares_wanted() is 0): it allocates
  * nothing. */
-static void make_live_locked(struct regcache *c, struct rc_region *r,
-			     uint32_t now)
+static void make_live_locked(struct regcache *c, struct rc_region *r)
 {
 	rc_region_make_live(r);
 	rc_index_insert(&c->index, r);
-	rc_lru_add(&c->lru, r, now);
+	rc_lru_add(&c->lru, r);
 	c->nr_live++;
 	c->live_bytes += rc_region_end(r) - rc_region_start(r);
 }
@@ -158,14 +167,14 @@ static void kill_locked(struct regcache *c, struct rc_region *r,
 	c->live_bytes -= rc_region_end(r) - rc_region_start(r);
 	c->hits_retired += rc_load_relaxed(&r->hits);
 	rc_region_mark_dead(r, ++c->kills);
-	TAILQ_INSERT_TAIL(&c->dead_list, r, link);
+	rc_region_list_insert_tail(slabs(c), &c->dead_list, r);
 	batch->killed++;
 }
 
 /* After the lock is dropped: deregister the dead regions nobody holds. */
 static void claim_killed(struct regcache *c, struct kill_batch *batch)
 {
-	struct rc_region_list claimed = TAILQ_HEAD_INITIALIZER(claimed);
+	struct rc_region_list claimed = RC_REGION_LIST_INIT;
 	struct rc_region *r, *next;
 	uint32_t killed_before;
 
@@ -188,26 +197,29 @@ static void claim_killed(struct regcache *c, struct kill_batch *batch)
 	rc_store_release(&c->fenced_kills, killed_before);
 
 	pthread_mutex_lock(&c->lock);
-	TAILQ_FOREACH_SAFE(r, &c->dead_list, link, next) {
+	for (r = rc_region_list_first(slabs(c), &c->dead_list); r; r = next) {
 		uint32_t seq = rc_load_relaxed(&r->seq);
 
+		next = rc_region_list_next(slabs(c), r);
 		if (rc_region_refs(r) ||
 		    (int32_t)(rc_load_relaxed(&r->kill_ticket) - killed_before) > 0 ||
 		    !rc_region_claim(r, seq))
 			continue;
-		TAILQ_REMOVE(&c->dead_list, r, link);
-		TAILQ_INSERT_TAIL(&claimed, r, link);
+		rc_region_list_remove(slabs(c), &c->dead_list, r);
+		rc_region_list_insert_tail(slabs(c), &claimed, r);
 	}
 	pthread_mutex_unlock(&c->lock);
 	kill_batch_init(batch);
 
-	if (TAILQ_EMPTY(&claimed))
+	if (rc_region_list_empty(&claimed))
 		return;
-	TAILQ_FOREACH(r, &claimed, link)
+	/* Nobody else links claimed regions: their links hold still. */
+	for (r = rc_region_list_first(slabs(c), &claimed); r;
+	     r = rc_region_list_next(slabs(c), r))
 		dereg(c, r);
 	pthread_mutex_lock(&c->lock);
-	while ((r = TAILQ_FIRST(&claimed))) {
-		TAILQ_REMOVE(&claimed, r, link);
+	while ((r = rc_region_list_first(slabs(c), &claimed))) {
+		rc_region_list_remove(slabs(c), &claimed, r);
 		rc_region_free_locked(&c->pool, r);
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -236,7 +248,7 @@ static rc_noinline void claim_if_unused(struct regcache *c,
 		return;
 	dereg(c, r);
 	pthread_mutex_lock(&c->lock);
-	TAILQ_REMOVE(&c->dead_list, r, link);
+	rc_region_list_remove(slabs(c), &c->dead_list, r);
 	rc_region_free_locked(&c->pool, r);
 	pthread_mutex_unlock(&c->lock);
 }
@@ -266,6 +278,15 @@ static inline bool region_get(struct regcache *c, struct rc_region *r,
 		return true;
 	region_put(c, r);
 	return false;
+}
+
+/* A hit served on @r: counted in the region, modulo 2^16 (a wrap carries
+ * into the cache, once per 65536 hits of one region), which is also what
+ * tells the LRU that it was used (lru.h). */
+static inline void count_hit(struct regcache *c, struct rc_region *r)
+{
+	if (rc_unlikely(!rc_bump_relaxed(&r->hits, 1)))
+		rc_fetch_add_relaxed(&c->hits_wrapped, (uint64_t)1 << 16);
 }
 
 /* Kill every live region that overlaps [start, end); how many. The loop of
@@ -429,12 +450,12 @@ static void forget_all_locked(struct regcache *c)
 	}
 	c->nr_live = 0;
 	c->live_bytes = 0;
-	while ((r = TAILQ_FIRST(&c->dead_list))) {
-		TAILQ_REMOVE(&c->dead_list, r, link);
+	while ((r = rc_region_list_first(slabs(c), &c->dead_list))) {
+		rc_region_list_remove(slabs(c), &c->dead_list, r);
 		rc_region_forget_locked(&c->pool, r);
 	}
-	while ((r = TAILQ_FIRST(&c->passthrough))) {
-		TAILQ_REMOVE(&c->passthrough, r, link);
+	while ((r = rc_region_list_first(slabs(c), &c->passthrough))) {
+		rc_region_list_remove(slabs(c), &c->passthrough, r);
 		rc_region_set_flags(r, rc_region_flags(r) |
 					       RC_REGION_FORGOTTEN);
 	}
@@ -594,7 +615,7 @@ static int get_passthrough(struct regcache *c, uintptr_t start, uintptr_t end,
 	/* Filled but never made live: no lookup can find it. */
 	rc_region_fill(r, start, end, access, handle, RC_REGION_PASSTHROUGH);
 	pthread_mutex_lock(&c->lock);
-	TAILQ_INSERT_TAIL(&c->passthrough, r, link);
+	rc_region_list_insert_tail(slabs(c), &c->passthrough, r);
 	pthread_mutex_unlock(&c->lock);
 	rc_fetch_add_relaxed(&c->st_uncached, 1);
 	*out = (struct regcache_region *)r;
@@ -659,8 +680,7 @@ static bool absorb_overlaps_locked(struct regcache *c, uintptr_t start,
 static rc_noinline bool probe_hit(struct regcache *c, struct rc_region *r,
 				  uint32_t seq)
 {
-	uintptr_t start = rc_load_relaxed(&r->start);
-	uintptr_t end = rc_load_relaxed(&r->end);
+	uintptr_t start = rc_region_start(r), end = rc_region_end(r);
 
 	if (rc_monitor_validate(start, end)) {
 		/* Anything unknown invalidates (docs/design.md). */
@@ -698,7 +718,15 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 		return -EINVAL;
 	}
 	*out = NULL;
-	if (rc_load_relaxed(&c->never_cache)) {
+	if (pend - pstart > RC_REGION_MAX_LEN) {
+		rc_warn("regcache_get(cache=%p, addr=%p, len=%zu): longer than "
+			"a region can be (%zu bytes); register smaller pieces",
+			(void *)c, addr, len, (size_t)RC_REGION_MAX_LEN);
+		return -E2BIG;
+	}
+	/* Memory the index cannot hold (above 2^48, only where asked for)
+	 * is served uncached. */
+	if (rc_load_relaxed(&c->never_cache) || pend > RC_INDEX_ADDR_LIMIT) {
 		check_fork(c);
 		return get_passthrough(c, pstart, pend, access, out);
 	}
@@ -733,13 +761,19 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 			    !probe_hit(c, r, seq))
 				continue;
 			/* Counted once served: a rejected probe is no hit. */
-			rc_fetch_add_relaxed(&c->st_slow_hits, 1);
+			count_hit(c, r);
 			*out = (struct regcache_region *)r;
 			return 0;
 		}
 		if (merge)
 			widen_to_overlaps_locked(c, r, &ustart, &uend,
 						 &uaccess);
+		if (uend - ustart > RC_REGION_MAX_LEN) {
+			/* Too long for one region: the request alone. */
+			ustart = pstart;
+			uend = pend;
+			uaccess = access;
+		}
 		pending.start = ustart;
 		pending.end = uend;
 		/* Subscribe before pinning (docs/design.md, rule 2): from here on any
@@ -816,10 +850,7 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 			       watched && ticket.undo ? RC_REGION_WATCHED : 0);
 		if (!pending.tainted &&
 		    absorb_overlaps_locked(c, ustart, uend, uaccess, &batch)) {
-			make_live_locked(c, nr,
-					 atomic_fetch_add_explicit(
-						 &c->clock, 1,
-						 memory_order_relaxed) + 1);
+			make_live_locked(c, nr);
 			rc_index_hint_set(&c->index, start, nr);
 			evict_over_limits_locked(c, &batch);
 			indexed = true;
@@ -848,7 +879,7 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 int regcache_get(struct regcache *c, const void *addr, size_t len,
 		 unsigned access, struct regcache_region **out)
 {
-	uintptr_t start = (uintptr_t)addr, end = start + len;
+	uintptr_t start = (uintptr_t)addr, end = start + len, rstart;
 	struct rc_region *r;
 	uint32_t seq;
 
@@ -856,12 +887,10 @@ int regcache_get(struct regcache *c, const void *addr, size_t len,
 			!rc_monitor_current(&c->cursor)))
 		return get_slow(c, addr, len, access, out);
 	r = rc_index_hint(&c->index, start);
-	if (rc_unlikely(!r))
-		return get_slow(c, addr, len, access, out);
 	seq = rc_load_acquire(&r->seq);
-	if (rc_unlikely(rc_seq_state(seq) != RC_SEQ_LIVE ||
-			start < rc_load_relaxed(&r->start) ||
-			end > rc_load_relaxed(&r->end) ||
+	rstart = rc_load_relaxed(&r->start);
+	if (rc_unlikely(rc_seq_state(seq) != RC_SEQ_LIVE || start < rstart ||
+			end - rstart > rc_region_len(r) ||
 			(access & ~rc_load_relaxed(&r->access))))
 		return get_slow(c, addr, len, access, out);
 	if (rc_unlikely(!region_get(c, r, seq)))
@@ -869,10 +898,7 @@ int regcache_get(struct regcache *c, const void *addr, size_t len,
 	if (rc_unlikely(rc_load_relaxed(&c->probe_hits)) &&
 	    !probe_hit(c, r, seq))
 		return get_slow(c, addr, len, access, out);
-	/* Counted in the region, modulo 2^32: a wrap carries into the
-	 * cache (once per 2^32 hits of one region). */
-	if (rc_unlikely(!rc_bump_relaxed(&r->hits, 1)))
-		rc_fetch_add_relaxed(&c->hits_wrapped, (uint64_t)1 << 32);
+	count_hit(c, r);
 	*out = (struct regcache_region *)r;
 	return 0;
 }
@@ -886,7 +912,7 @@ static rc_noinline void put_passthrough(struct regcache *c,
 		return;
 	dereg(c, r);
 	pthread_mutex_lock(&c->lock);
-	TAILQ_REMOVE(&c->passthrough, r, link);
+	rc_region_list_remove(slabs(c), &c->passthrough, r);
 	rc_region_free_locked(&c->pool, r);
 	pthread_mutex_unlock(&c->lock);
 }
@@ -961,8 +987,6 @@ void regcache_put(struct regcache *c, struct regcache_region *region)
 		put_unusual(c, r);
 		return;
 	}
-	/* The LRU's notion of "recent": no list move, no lock. */
-	rc_lru_touch(r, rc_load_relaxed(&c->clock));
 	if (rc_unlikely(!rc_region_count_down_local(r)) && !put_shared(c, r))
 		return;
 	after_put(c, r);
@@ -988,7 +1012,7 @@ size_t regcache_region_len(const struct regcache_region *region)
 {
 	struct rc_region *r = (struct rc_region *)region;
 
-	return r ? rc_load_relaxed(&r->end) - rc_load_relaxed(&r->start) : 0;
+	return r ? rc_region_len(r) : 0;
 }
 
 /* ---------------------------------------------------------------------
@@ -1077,15 +1101,17 @@ int rc_cache_create(const struct regcache_params *params,
 	 * budget, which every cache shares (budget.h). */
 	c->max_bytes = params->max_bytes ? params->max_bytes : SIZE_MAX;
 	pthread_mutex_init(&c->lock, NULL);
-	TAILQ_INIT(&c->dead_list);
-	TAILQ_INIT(&c->passthrough);
+	rc_region_list_init(&c->dead_list);
+	rc_region_list_init(&c->passthrough);
 	TAILQ_INIT(&c->pending);
-	rc_lru_init(&c->lru);
-	rc_region_pool_init(&c->pool);
-	c->tag = c->pool.tag;
-	ret = rc_index_init(&c->index, c->max_regions);
+	ret = rc_region_pool_init(&c->pool, c->max_regions);
 	if (ret)
 		goto err_free;
+	rc_lru_init(&c->lru, slabs(c));
+	c->tag = c->pool.tag;
+	ret = rc_index_init(&c->index, c->max_regions, &c->pool.table);
+	if (ret)
+		goto err_pool;
 	ret = rc_monitor_acquire();
 	if (ret)
 		goto err_index;
@@ -1106,6 +1132,8 @@ int rc_cache_create(const struct regcache_params *params,
 
 err_index:
 	rc_index_fini(&c->index);
+err_pool:
+	rc_region_pool_fini(&c->pool);
 err_free:
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -1150,13 +1178,13 @@ void regcache_destroy(struct regcache *c)
 	claim_killed(c, &batch);
 
 	/* What is left is held by callers: report, then deregister anyway. */
-	while ((r = TAILQ_FIRST(&c->dead_list))) {
-		TAILQ_REMOVE(&c->dead_list, r, link);
+	while ((r = rc_region_list_first(slabs(c), &c->dead_list))) {
+		rc_region_list_remove(slabs(c), &c->dead_list, r);
 		held++;
 		dereg(c, r);
 	}
-	while ((r = TAILQ_FIRST(&c->passthrough))) {
-		TAILQ_REMOVE(&c->passthrough, r, link);
+	while ((r = rc_region_list_first(slabs(c), &c->passthrough))) {
+		rc_region_list_remove(slabs(c), &c->passthrough, r);
 		held++;
 		dereg(c, r);
 	}

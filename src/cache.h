@@ -40,10 +40,9 @@ TAILQ_HEAD(rc_pending_list, rc_pending);
  *   regions on passthrough are held, registered, never indexed
  */
 struct regcache {
-	/* Read by every hit: cursor, index hints, clock, flags. */
+	/* Read by every hit: cursor, index hints, flags. */
 	struct rc_monitor_cursor cursor;
 	struct rc_index index;		/* hint fields first; tree under lock */
-	_Atomic uint32_t clock;		/* bumped by each miss: the LRU's time */
 	_Atomic bool probe_hits;	/* written under the lock at a sync */
 	_Atomic bool never_cache;
 	bool explicit_invalidate;
@@ -68,7 +67,7 @@ struct regcache {
 	size_t nr_live;
 	size_t live_bytes;
 	uint64_t hits_retired;		/* hits of regions no longer live */
-	_Atomic uint64_t hits_wrapped;	/* 2^32 per wrap of a region's hits */
+	_Atomic uint64_t hits_wrapped;	/* 2^16 per wrap of a region's hits */
 	uint32_t kills;			/* kills so far: the kill tickets */
 	uint64_t mon_incarnation;	/* of the backend at the last re-read
 					   of its caps (update_monitor_caps) */
@@ -79,7 +78,7 @@ struct regcache {
 	/* Statistics updated outside the lock too. */
 	_Atomic uint64_t st_misses, st_uncached, st_registrations,
 		st_deregistrations, st_invalidations, st_evictions, st_merges,
-		st_overflows, st_reg_failures, st_slow_hits;
+		st_overflows, st_reg_failures;
 	_Atomic uint64_t cur_regions, cur_bytes;
 };
 

@@ -10,22 +10,17 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "region.h"
 
-#define RC_SLAB_REGIONS 1024
-
-_Static_assert(sizeof(struct rc_region) == 64, "a region is one cache line");
-_Static_assert(offsetof(struct rc_region, link) == 48,
-	       "hits and puts touch the first 48 bytes");
-
-struct rc_slab {
-	struct rc_region regions[RC_SLAB_REGIONS];
-	struct rc_slab *next;
-};
+_Static_assert(sizeof(struct rc_region) == 48, "a region is 48 bytes");
+_Static_assert(offsetof(struct rc_region, shared_refs) == 32,
+	       "hits and puts touch the first 32 bytes");
+_Static_assert(sizeof(struct rc_slab) == 64, "the slab header is one line");
 
 /* ---------------------------------------------------------------------
  * Thread reference slots
@@ -313,14 +308,33 @@ void rc_region_make_live(struct rc_region *r)
 	rc_store_release(&r->seq, (seq | 3u) + 1);
 }
 
-void rc_region_pool_init(struct rc_region_pool *pool)
+#define RC_POOL_MAX_SLABS ((uint32_t)1 << (RC_REGION_NUM_BITS - RC_SLAB_NUM_BITS))
+
+/* Region number 0 of every pool (struct rc_region_table). */
+static struct rc_region no_region = { .seq = RC_SEQ_FREE };
+
+int rc_region_pool_init(struct rc_region_pool *pool, size_t max_regions)
 {
 	static _Atomic uint32_t next_tag = 1;
+	/* Room for dead and pass-through regions beyond the live ones, which
+	 * callers may hold in any number: 4x max_regions, at least 2^20. */
+	size_t want = max_regions < ((size_t)1 << 18) ? (size_t)1 << 20
+						      : max_regions * 4;
+	size_t cap = 1 + (want + RC_SLAB_REGIONS - 1) / RC_SLAB_REGIONS;
 
 	pthread_once(&slots_once, slots_init);
 	memset(pool, 0, sizeof(*pool));
+	if (cap > RC_POOL_MAX_SLABS)
+		cap = RC_POOL_MAX_SLABS;
+	pool->table.slab = calloc(cap, sizeof(*pool->table.slab));
+	if (!pool->table.slab)
+		return -ENOMEM;
+	pool->table.cap = (uint32_t)cap;
+	pool->table.slab[0] = &no_region;
+	pool->table.nslabs = 1;
 	pool->tag = rc_fetch_add_relaxed(&next_tag, 1) & RC_REGION_TAG_MASK;
-	TAILQ_INIT(&pool->free);
+	rc_region_list_init(&pool->free);
+	return 0;
 }
 
 void rc_region_pool_fini(struct rc_region_pool *pool)
@@ -329,34 +343,47 @@ void rc_region_pool_fini(struct rc_region_pool *pool)
 
 	while ((slab = pool->slabs)) {
 		pool->slabs = slab->next;
-		free(slab);
+		rc_region_slab_free(slab);
 	}
+	free(pool->table.slab);
+	pool->table.slab = NULL;
 }
 
 struct rc_region *rc_region_alloc_locked(struct rc_region_pool *pool)
 {
-	struct rc_region *r = TAILQ_FIRST(&pool->free);
+	struct rc_region *r = rc_region_list_first(pool->table.slab, &pool->free);
 
 	if (r)
-		TAILQ_REMOVE(&pool->free, r, link);
+		rc_region_list_remove(pool->table.slab, &pool->free, r);
 	return r;
 }
 
+/* Slabs are mapped, not allocated: the alignment they need would cost
+ * malloc a page of its own per slab. Twice the size is mapped and the
+ * aligned half used; the rest is never touched, so it costs address space
+ * only, and nothing is unmapped until the slab is freed. */
+#define SLAB_MAP_BYTES (2 * RC_SLAB_BYTES)
+
 struct rc_slab *rc_region_slab_new(struct rc_region_pool *pool)
 {
-	struct rc_slab *slab = aligned_alloc(64, (sizeof(*slab) + 63) & ~(size_t)63);
+	void *map = mmap(NULL, SLAB_MAP_BYTES, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct rc_slab *slab;
 
-	if (!slab)
+	if (map == MAP_FAILED)
 		return NULL;
-	memset(slab, 0, sizeof(*slab));
+	slab = (struct rc_slab *)(((uintptr_t)map + RC_SLAB_BYTES - 1) &
+				  ~(RC_SLAB_BYTES - 1));
+	slab->map = map;
 	/* Slot pointers need 48 bits: the kernel maps nothing above 2^47
 	 * (x86-64, also with 5-level paging) or 2^48 (arm64) unless asked
-	 * to with a hint, and malloc never asks. */
-	if ((uintptr_t)slab + sizeof(*slab) > RC_REF_ONE) {
+	 * to with a hint, and we do not ask. */
+	if ((uintptr_t)slab + RC_SLAB_BYTES > RC_REF_ONE) {
 		rc_error("region memory at %p is above 2^48", (void *)slab);
-		free(slab);
+		rc_region_slab_free(slab);
 		return NULL;
 	}
+	/* Fresh anonymous memory is zeroed. */
 	for (size_t i = 0; i < RC_SLAB_REGIONS; i++) {
 		rc_store_relaxed(&slab->regions[i].seq, RC_SEQ_FREE);
 		rc_store_relaxed(&slab->regions[i].tag_flags,
@@ -365,13 +392,29 @@ struct rc_slab *rc_region_slab_new(struct rc_region_pool *pool)
 	return slab;
 }
 
-void rc_region_slab_add_locked(struct rc_region_pool *pool,
+void rc_region_slab_free(struct rc_slab *slab)
+{
+	munmap(slab->map, SLAB_MAP_BYTES);
+}
+
+bool rc_region_slab_add_locked(struct rc_region_pool *pool,
 			       struct rc_slab *slab)
 {
+	struct rc_region_table *t = &pool->table;
+
+	if (t->nslabs == t->cap) {
+		rc_error("region pool full: %u slabs of %zu regions at once "
+			 "(held dead or pass-through ones included)", t->cap - 1,
+			 (size_t)RC_SLAB_REGIONS);
+		return false;
+	}
+	rc_region_slab_format(slab, t->nslabs);
+	t->slab[t->nslabs++] = slab->regions;
 	slab->next = pool->slabs;
 	pool->slabs = slab;
-	for (size_t i = 0; i < RC_SLAB_REGIONS; i++)
-		TAILQ_INSERT_TAIL(&pool->free, &slab->regions[i], link);
+	for (uint32_t i = 0; i < RC_SLAB_REGIONS; i++)
+		rc_region_list_insert_tail(t->slab, &pool->free, &slab->regions[i]);
+	return true;
 }
 
 void rc_region_free_locked(struct rc_region_pool *pool, struct rc_region *r)
@@ -379,7 +422,7 @@ void rc_region_free_locked(struct rc_region_pool *pool, struct rc_region *r)
 	rc_store_relaxed(&r->seq, rc_load_relaxed(&r->seq) | RC_SEQ_FREE);
 	/* A second put of a pass-through region finds it not pass-through. */
 	rc_region_set_flags(r, 0);
-	TAILQ_INSERT_HEAD(&pool->free, r, link);
+	rc_region_list_insert_head(pool->table.slab, &pool->free, r);
 }
 
 bool rc_region_forget_locked(struct rc_region_pool *pool, struct rc_region *r)

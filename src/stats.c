@@ -26,7 +26,7 @@ void regcache_get_stats(const struct regcache *cache,
 		hits += rc_load_relaxed(&r->hits);
 	pthread_mutex_unlock(&c->lock);
 
-	stats->hits = hits + rc_load_relaxed(&c->st_slow_hits);
+	stats->hits = hits;
 	stats->misses = rc_load_relaxed(&c->st_misses);
 	stats->uncached = rc_load_relaxed(&c->st_uncached);
 	stats->registrations = rc_load_relaxed(&c->st_registrations);

@@ -5,7 +5,8 @@
  * still be reused, or every miss by such a thread would take a new region
  * for good. Here 300 concurrent threads each run rounds of miss +
  * invalidate on their own buffer; the second half of the rounds must not
- * grow the heap (mallinfo2), since the working set is the same.
+ * grow the heap (mallinfo2: index nodes) or the address space (VmSize:
+ * region slabs, which are mapped), since the working set is the same.
  */
 #include <malloc.h>
 #include <string.h>
@@ -33,6 +34,22 @@ static void null_dereg(void *ctx, void *handle)
 }
 
 static const struct regcache_ops ops = { .reg = null_reg, .dereg = null_dereg };
+
+/* The process's address space, in bytes. */
+static size_t vm_size(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	size_t kib = 0;
+
+	T_REQUIRE(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmSize: %zu", &kib) == 1)
+			break;
+	fclose(f);
+	T_REQUIRE(kib);
+	return kib * 1024;
+}
 
 static void rounds(char *b, int n)
 {
@@ -63,7 +80,7 @@ int main(void)
 		.ops = &ops, .flags = REGCACHE_FLAG_EXPLICIT_INVALIDATE,
 	};
 	pthread_t th[NTHREADS];
-	size_t mid, end;
+	size_t mid, end, vm_mid, vm_end;
 
 	/* One arena, so mallinfo2() sees every thread's allocations. */
 	mallopt(M_ARENA_MAX, 1);
@@ -84,15 +101,22 @@ int main(void)
 		T_REQUIRE(!pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)i));
 	pthread_barrier_wait(&bar);
 	mid = mallinfo2().uordblks;
+	vm_mid = vm_size();
 	pthread_barrier_wait(&bar);
 	pthread_barrier_wait(&bar);
 	end = mallinfo2().uordblks;
+	vm_end = vm_size();
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
 	fprintf(stderr, "heap in use after half the rounds: %zu, after all: %zu "
 		"(%+lld bytes)\n", mid, end, (long long)end - (long long)mid);
-	/* One slab is 1024 regions (~120 KiB); allow one more slab. */
+	fprintf(stderr, "address space after half the rounds: %zu, after all: "
+		"%zu (%+lld bytes)\n", vm_mid, vm_end,
+		(long long)vm_end - (long long)vm_mid);
+	/* Index nodes: allow 200 KiB more heap. A slab maps 128 KiB (1364
+	 * regions); allow one more slab. */
 	T_CHECK(end <= mid + 200 * 1024);
+	T_CHECK(vm_end <= vm_mid + 128 * 1024);
 	regcache_destroy(c);
 	return t_exit_status();
 }

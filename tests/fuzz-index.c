@@ -18,7 +18,13 @@
 
 #define NREGIONS 64
 
-static struct rc_region regions[NREGIONS];
+/* Region i is the i-th of slab 1, as a pool makes them (aligned to their
+ * size); number 0 is no region (struct rc_region_table). */
+static struct rc_region no_region = { .seq = RC_SEQ_FREE };
+static struct rc_region *regions;
+static struct rc_region *slabs[2] = { &no_region };
+static const struct rc_region_table table = { .slab = slabs, .nslabs = 2,
+					      .cap = 2 };
 static bool in_index[NREGIONS];
 
 #define FAIL(...)                                                            \
@@ -42,14 +48,14 @@ static unsigned next(struct input *in)
 }
 
 /* Addresses in pages over a small space so that ranges meet and overlap,
- * with the top of the address space reachable too. */
+ * with the top of what the index holds reachable too (and ranges from
+ * there to beyond it). */
 static uintptr_t addr(struct input *in)
 {
 	unsigned v = next(in) | next(in) << 8;
 
 	if (v >= 0xff00)
-		return UINTPTR_MAX - (uintptr_t)(0xffff - v) * 4096 + 1 -
-		       4096 * 256;
+		return RC_INDEX_ADDR_LIMIT - (uintptr_t)(0x10000 - v) * 4096;
 	return (uintptr_t)(v % 4096) * 4096 + (next(in) & 1 ? 0 : 0x10000000);
 }
 
@@ -60,7 +66,7 @@ static uintptr_t r_start(int i)
 
 static uintptr_t r_end(int i)
 {
-	return rc_load_relaxed(&regions[i].end);
+	return rc_region_end(&regions[i]);
 }
 
 static bool overlaps(int i, uintptr_t start, uintptr_t end)
@@ -115,14 +121,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct input in = { data, size };
 	struct rc_index ix;
 
+	if (!regions) {
+		void *mem = aligned_alloc(RC_SLAB_BYTES, RC_SLAB_BYTES);
+
+		if (!mem)
+			FAIL("no memory for a slab");
+		memset(mem, 0, RC_SLAB_BYTES);
+		regions = slabs[1] = rc_region_slab_format(mem, 1);
+	}
 	memset(in_index, 0, sizeof(in_index));
-	if (rc_index_init(&ix, 1 + next(&in) * 64))
+	if (rc_index_init(&ix, 1 + next(&in) * 64, &table))
 		FAIL("rc_index_init failed");
 	while (in.n) {
 		unsigned op = next(&in) % 5;
 		int i = next(&in) % NREGIONS;
 		uintptr_t start = addr(&in), len = (1 + next(&in)) * 4096;
-		uintptr_t end = start + len < start ? UINTPTR_MAX : start + len;
+		uintptr_t end = start + len;
 		bool free_range = true;
 
 		switch (op) {
@@ -136,7 +150,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				break;
 			memset(&regions[i], 0, sizeof(regions[i]));
 			rc_store_relaxed(&regions[i].start, start);
-			rc_store_relaxed(&regions[i].end, end);
+			rc_store_relaxed(&regions[i].units,
+					 (uint32_t)(len / 4096));
 			rc_index_insert(&ix, &regions[i]);
 			in_index[i] = true;
 			break;
@@ -158,6 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		query(&ix, start, end);
+		query(&ix, start, UINTPTR_MAX);
 		query(&ix, 0, UINTPTR_MAX);
 	}
 	rc_index_fini(&ix);

@@ -7,7 +7,8 @@
  * enough for the tree to split, merge and rebalance on every level
  * (ascending, descending and shuffled inserts and removals of 200000
  * regions, checked by a full walk and by lookups). A negative control
- * proves that an overlapping insert trips rc_assert.
+ * proves that an overlapping insert, and one the leaves cannot hold
+ * (starting at RC_INDEX_ADDR_LIMIT), trip rc_assert.
  */
 #include <signal.h>
 #include <string.h>
@@ -24,11 +25,32 @@
 	T_EXPECT_EQ(region_no(expected), region_no(actual))
 
 #define NREGIONS 512
-static struct rc_region regions[NREGIONS];
+/* Number 0 is no region (struct rc_region_table); region i is the i-th of
+ * slab 1 (new_slabs()). */
+static struct rc_region no_region = { .seq = RC_SEQ_FREE };
+static struct rc_region *regions;
+static struct rc_region *regions_slab[2] = { &no_region };
+static const struct rc_region_table table = { .slab = regions_slab,
+					      .nslabs = 2, .cap = 2 };
 
+/* Slabs 1 to @n of regions, as a pool makes them (aligned to their size);
+ * slab[0] is no slab. */
+static void new_slabs(struct rc_region **slab, size_t n)
+{
+	slab[0] = &no_region;
+	for (size_t i = 1; i <= n; i++) {
+		void *mem = aligned_alloc(RC_SLAB_BYTES, RC_SLAB_BYTES);
+
+		T_REQUIRE(mem);
+		memset(mem, 0, RC_SLAB_BYTES);
+		slab[i] = rc_region_slab_format(mem, (uint32_t)i);
+	}
+}
+
+/* An empty hint reads as region number 0, printed as NULL. */
 static long region_no(const struct rc_region *r)
 {
-	return r ? (long)(r - regions) : -1;
+	return r && r != &no_region ? (long)(r - regions) : -1;
 }
 
 static struct rc_region *region(int i, uintptr_t start, uintptr_t end)
@@ -37,7 +59,7 @@ static struct rc_region *region(int i, uintptr_t start, uintptr_t end)
 
 	memset(r, 0, sizeof(*r));
 	rc_store_relaxed(&r->start, start);
-	rc_store_relaxed(&r->end, end);
+	rc_store_relaxed(&r->units, (uint32_t)((end - start) >> 12));
 	return r;
 }
 
@@ -45,10 +67,13 @@ static void test_empty(void)
 {
 	struct rc_index ix;
 
-	T_REQUIRE(rc_index_init(&ix, 0) == 0);
+	T_REQUIRE(rc_index_init(&ix, 0, &table) == 0);
 	EXPECT_REGION(NULL, rc_index_first_overlap(&ix, 0, UINTPTR_MAX));
 	EXPECT_REGION(NULL, rc_index_first_overlap(&ix, 0x1000, 0x2000));
 	EXPECT_REGION(NULL, rc_index_hint(&ix, 0x1000));
+	/* An empty hint slot reads as a region no hit can take. */
+	T_CHECK(rc_seq_state(rc_load_relaxed(&rc_index_hint(&ix, 0x1000)->seq)) !=
+		RC_SEQ_LIVE);
 	rc_index_fini(&ix);
 }
 
@@ -61,7 +86,7 @@ static void test_edges(void)
 	struct rc_region *b = region(1, 0x13000, 0x14000); /* touches a */
 	struct rc_region *c = region(2, 0x20000, 0x21000); /* a gap before */
 
-	T_REQUIRE(rc_index_init(&ix, 0) == 0);
+	T_REQUIRE(rc_index_init(&ix, 0, &table) == 0);
 	rc_index_insert(&ix, b);
 	rc_index_insert(&ix, c);
 	rc_index_insert(&ix, a);
@@ -94,13 +119,18 @@ static void test_edges(void)
 	rc_index_remove(&ix, c);
 	EXPECT_REGION(NULL, rc_index_first_overlap(&ix, 0, UINTPTR_MAX));
 
-	/* The highest pages of the address space. */
-	a = region(3, UINTPTR_MAX - 0x1fff, UINTPTR_MAX);
+	/* The highest pages the leaves hold, and queries above them. */
+	a = region(3, RC_INDEX_ADDR_LIMIT - 0x2000, RC_INDEX_ADDR_LIMIT);
 	rc_index_insert(&ix, a);
-	EXPECT_REGION(a, rc_index_first_overlap(&ix, UINTPTR_MAX - 1,
+	EXPECT_REGION(a, rc_index_first_overlap(&ix, RC_INDEX_ADDR_LIMIT - 1,
 						UINTPTR_MAX));
+	EXPECT_REGION(a, rc_index_first_overlap(&ix, 0, UINTPTR_MAX));
 	EXPECT_REGION(NULL, rc_index_first_overlap(&ix, 0,
-						   UINTPTR_MAX - 0x1fff));
+						   RC_INDEX_ADDR_LIMIT - 0x2000));
+	EXPECT_REGION(NULL, rc_index_first_overlap(&ix, RC_INDEX_ADDR_LIMIT,
+						   UINTPTR_MAX));
+	EXPECT_REGION(NULL, rc_index_first_overlap(&ix, UINTPTR_MAX - 1,
+						   UINTPTR_MAX));
 	rc_index_remove(&ix, a);
 	rc_index_fini(&ix);
 }
@@ -113,18 +143,18 @@ static void test_hints(void)
 	uintptr_t far;
 
 	/* Slots: 1024 at least, one per region, 2^22 at most. */
-	T_REQUIRE(rc_index_init(&ix, 0) == 0);
+	T_REQUIRE(rc_index_init(&ix, 0, &table) == 0);
 	EXPECT_EQ(10, ix.hint_bits);
 	EXPECT_EQ(1023, ix.hint_mask);
 	rc_index_fini(&ix);
-	T_REQUIRE(rc_index_init(&ix, 5000) == 0);
+	T_REQUIRE(rc_index_init(&ix, 5000, &table) == 0);
 	EXPECT_EQ(13, ix.hint_bits);
 	rc_index_fini(&ix);
-	T_REQUIRE(rc_index_init(&ix, (size_t)1 << 30) == 0);
+	T_REQUIRE(rc_index_init(&ix, (size_t)1 << 30, &table) == 0);
 	EXPECT_EQ(22, ix.hint_bits);
 	rc_index_fini(&ix);
 
-	T_REQUIRE(rc_index_init(&ix, 0) == 0);
+	T_REQUIRE(rc_index_init(&ix, 0, &table) == 0);
 	/* Neighbouring pages, neighbouring slots. */
 	EXPECT_EQ(rc_index_hint_slot(&ix, 0x10000) + 1,
 		  rc_index_hint_slot(&ix, 0x11000));
@@ -205,8 +235,8 @@ static void test_random(int ops)
 	struct rc_index ix;
 	int failures_before = t_failures;
 
-	memset(regions, 0, sizeof(regions));
-	T_REQUIRE(rc_index_init(&ix, NREGIONS) == 0);
+	memset(regions, 0, NREGIONS * sizeof(*regions));
+	T_REQUIRE(rc_index_init(&ix, NREGIONS, &table) == 0);
 	for (int op = 0; op < ops && t_failures == failures_before; op++) {
 		int i = (int)(next_rand() % NREGIONS);
 		uintptr_t start = rand_addr();
@@ -264,8 +294,25 @@ static void test_random(int ops)
 }
 
 #define BULK 200000
-static struct rc_region bulk[BULK];
 static bool bulk_in[BULK];
+static struct rc_region *bulk_slabs[1 + (BULK + RC_SLAB_REGIONS - 1) /
+					RC_SLAB_REGIONS];
+/* Bulk region i: the regions of slabs 1 and on, one after the other. */
+#define BULK_R(i)                                                          \
+	(&bulk_slabs[1 + (i) / RC_SLAB_REGIONS][(i) % RC_SLAB_REGIONS])
+
+static long bulk_no(const struct rc_region *r)
+{
+	uint32_t num = rc_region_num(r);
+
+	return (long)((num >> RC_SLAB_NUM_BITS) - 1) * (long)RC_SLAB_REGIONS +
+	       (long)(num & ((1u << RC_SLAB_NUM_BITS) - 1));
+}
+static const struct rc_region_table bulk_table = {
+	.slab = bulk_slabs,
+	.nslabs = sizeof(bulk_slabs) / sizeof(bulk_slabs[0]),
+	.cap = sizeof(bulk_slabs) / sizeof(bulk_slabs[0]),
+};
 
 /* Region i of the bulk set covers pages [3i, 3i+2): one-page gaps. */
 static uintptr_t bulk_start(int i)
@@ -283,7 +330,7 @@ static void bulk_check(const struct rc_index *ix, const char *when)
 		expect += bulk_in[i];
 	for (struct rc_region *r = rc_index_first_overlap(ix, 0, UINTPTR_MAX);
 	     r; r = rc_index_next_overlap(ix, r, UINTPTR_MAX)) {
-		long i = r - bulk;
+		long i = bulk_no(r);
 
 		T_CHECK(i >= 0 && i < BULK && bulk_in[i]);
 		T_CHECK(!prev || rc_region_end(prev) <= rc_region_start(r));
@@ -296,12 +343,12 @@ static void bulk_check(const struct rc_index *ix, const char *when)
 	for (int i = 0; i < BULK && t_failures == failures_before; i++) {
 		uintptr_t s = bulk_start(i);
 
-		EXPECT_REGION(bulk_in[i] ? &bulk[i] : NULL,
+		EXPECT_REGION(bulk_in[i] ? BULK_R(i) : NULL,
 			      rc_index_first_overlap(ix, s + 4096, s + 8192));
 		/* The gap after region i, then up to region i+1's start. */
 		T_CHECK(!rc_index_first_overlap(ix, s + 8192, s + 12288));
 		if (i + 1 < BULK)
-			EXPECT_REGION(bulk_in[i + 1] ? &bulk[i + 1] : NULL,
+			EXPECT_REGION(bulk_in[i + 1] ? BULK_R(i + 1) : NULL,
 				      rc_index_first_overlap(ix, s + 8192,
 							     s + 12289));
 	}
@@ -326,32 +373,32 @@ static void test_bulk(bool shuffle, bool descending)
 	static int order[BULK];
 	struct rc_index ix;
 
-	T_REQUIRE(rc_index_init(&ix, BULK) == 0);
+	T_REQUIRE(rc_index_init(&ix, BULK, &bulk_table) == 0);
 	for (int i = 0; i < BULK; i++) {
-		rc_store_relaxed(&bulk[i].start, bulk_start(i));
-		rc_store_relaxed(&bulk[i].end, bulk_start(i) + 8192);
+		rc_store_relaxed(&BULK_R(i)->start, bulk_start(i));
+		rc_store_relaxed(&BULK_R(i)->units, 2);
 	}
 	bulk_order(order, shuffle, descending);
 	for (int k = 0; k < BULK; k++) {
-		T_REQUIRE(rc_index_insert(&ix, &bulk[order[k]]) == 0);
+		T_REQUIRE(rc_index_insert(&ix, BULK_R(order[k])) == 0);
 		bulk_in[order[k]] = true;
 	}
 	bulk_check(&ix, "after the inserts");
 	/* Every other one out (merges and rebalancing on every level), then
 	 * back in, then all out in another order. */
 	for (int k = 0; k < BULK; k += 2) {
-		rc_index_remove(&ix, &bulk[order[k]]);
+		rc_index_remove(&ix, BULK_R(order[k]));
 		bulk_in[order[k]] = false;
 	}
 	bulk_check(&ix, "after removing every other one");
 	for (int k = 0; k < BULK; k += 2) {
-		T_REQUIRE(rc_index_insert(&ix, &bulk[order[k]]) == 0);
+		T_REQUIRE(rc_index_insert(&ix, BULK_R(order[k])) == 0);
 		bulk_in[order[k]] = true;
 	}
 	bulk_check(&ix, "after inserting them again");
 	bulk_order(order, true, false);
 	for (int k = 0; k < BULK; k++) {
-		rc_index_remove(&ix, &bulk[order[k]]);
+		rc_index_remove(&ix, BULK_R(order[k]));
 		bulk_in[order[k]] = false;
 		if (k == BULK * 9 / 10)
 			bulk_check(&ix, "with a tenth left");
@@ -361,9 +408,10 @@ static void test_bulk(bool shuffle, bool descending)
 	rc_index_fini(&ix);
 }
 
-/* Negative control: an overlapping insert breaks the index's invariant,
- * and rc_assert (compiled into this program) must catch it. */
-static void test_assert_catches_overlap(void)
+/* Negative controls: an overlapping insert breaks the index's invariant,
+ * a region starting at RC_INDEX_ADDR_LIMIT does not fit a leaf entry, and
+ * rc_assert (compiled into this program) must catch either. */
+static void test_assert_catches(bool overlap)
 {
 	pid_t pid = fork();
 	int status;
@@ -374,10 +422,16 @@ static void test_assert_catches_overlap(void)
 
 		/* The expected failure's log line would look like a bug. */
 		close(STDERR_FILENO);
-		if (rc_index_init(&ix, 0))
+		if (rc_index_init(&ix, 0, &table))
 			_exit(2);
-		rc_index_insert(&ix, region(0, 0x10000, 0x12000));
-		rc_index_insert(&ix, region(1, 0x11000, 0x13000));
+		if (overlap) {
+			rc_index_insert(&ix, region(0, 0x10000, 0x12000));
+			rc_index_insert(&ix, region(1, 0x11000, 0x13000));
+		} else {
+			rc_index_insert(&ix, region(0, RC_INDEX_ADDR_LIMIT,
+						    RC_INDEX_ADDR_LIMIT +
+							    0x1000));
+		}
 		_exit(0);
 	}
 	T_REQUIRE(waitpid(pid, &status, 0) == pid);
@@ -388,6 +442,9 @@ static void test_assert_catches_overlap(void)
 
 int main(void)
 {
+	new_slabs(regions_slab, 1);
+	regions = regions_slab[1];
+	new_slabs(bulk_slabs, bulk_table.nslabs - 1);
 	test_empty();
 	test_edges();
 	test_hints();
@@ -395,6 +452,7 @@ int main(void)
 	test_bulk(false, false);
 	test_bulk(false, true);
 	test_bulk(true, false);
-	test_assert_catches_overlap();
+	test_assert_catches(true);
+	test_assert_catches(false);
 	return t_exit_status();
 }
