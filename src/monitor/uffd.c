@@ -89,6 +89,12 @@ static struct uffd_backend {
 	_Atomic uint64_t map_gen;	/* UNMAP/REMAP events read so far */
 	_Atomic uint64_t events;	/* every message read (statistics) */
 	_Atomic int ready;		/* the thread has started */
+	/* The CPU of the last watch()/unwatch(), -1 if unknown: where the
+	 * thread sleeps (follow_app_cpu). Written under lock, read by the
+	 * thread. */
+	_Atomic int app_cpu;
+	bool follow_cpu;		/* REGCACHE_UFFD_NO_FOLLOW_CPU unset */
+	int pinned_cpu;			/* the thread's only: where it sleeps */
 	_Atomic bool stopping;		/* set by stop() before it wakes the
 					   thread */
 
@@ -328,6 +334,49 @@ static void close_own_fds(void *own)
 }
 
 /*
+ * Sleep on the CPU that the application last registered or released from.
+ *
+ * A change of a watched range sleeps until this thread has read its
+ * event. Woken on another CPU, that is two cross-CPU wakeups per change:
+ * the unmapper wakes us, and our read() wakes the unmapper, whose CPU went
+ * idle meanwhile. On a virtual machine each is a virtual CPU leaving halt
+ * (~20 us); on one CPU neither happens, since the unmapper sleeps right
+ * after it woke us (the kernel's sync-wakeup case, which the userfaultfd
+ * wakeup does not declare). docs/monitor-userfaultfd.md has the figures.
+ * The thread that registers memory is usually the one that frees it, so
+ * the thread restricts itself to that thread's CPU before each sleep, and
+ * follows it when it moves (one sched_setaffinity() per move, none per
+ * event). Only where this thread is *woken* changes; it reads every event
+ * as before, so nothing here bears on correctness. A CPU outside our
+ * allowed set is refused by the kernel and then left alone.
+ */
+static void follow_app_cpu(void)
+{
+	int cpu = rc_load_relaxed(&uffd.app_cpu);
+	cpu_set_t set;
+
+	if (!uffd.follow_cpu || cpu < 0 || cpu == uffd.pinned_cpu ||
+	    cpu >= CPU_SETSIZE)
+		return;
+	uffd.pinned_cpu = cpu;	/* refused or not: not asked again */
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		rc_debug("userfaultfd monitor: cannot follow to CPU %d: %s",
+			 cpu, strerror(errno));
+}
+
+/* Under uffd.lock (watch/unwatch): the CPU the monitor thread follows.
+ * sched_getcpu() reads the rseq area (glibc 2.35+), no syscall. */
+static void note_app_cpu(void)
+{
+	int cpu = sched_getcpu();
+
+	if (cpu >= 0 && cpu != rc_load_relaxed(&uffd.app_cpu))
+		rc_store_relaxed(&uffd.app_cpu, cpu);
+}
+
+/*
  * The single producer. It never allocates, frees, takes a lock that an
  * unmapping thread may hold, or unmaps anything: with one reader, unmapping
  * watched memory here would wait for itself (docs/kernel-facts.md).
@@ -358,6 +407,7 @@ static void *monitor_thread(void *arg)
 		};
 		int ret;
 
+		follow_app_cpu();
 		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
 		ret = poll(p, 2, ms_until_due(&d));
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
@@ -678,6 +728,7 @@ static int uffd_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 
 	(void)mon;
 	pthread_mutex_lock(&uffd.lock);
+	note_app_cpu();
 	while (addr < end) {
 		struct rc_procmap_query q;
 		/* Before the query: an UNMAP/REMAP read after this point
@@ -739,6 +790,7 @@ static void uffd_unwatch(struct rc_monitor *mon, uintptr_t start,
 
 	(void)mon;
 	pthread_mutex_lock(&uffd.lock);
+	note_app_cpu();
 	left = rc_range_count_remove(&uffd.watches, start, end);
 	if (left < 0) {
 		rc_error("unwatch of %p-%p that is not watched (bug)",
@@ -966,6 +1018,9 @@ static int uffd_start(struct rc_monitor *mon)
 	atomic_store_explicit(&uffd.ready, 0, memory_order_relaxed);
 	atomic_store_explicit(&uffd.stopping, false, memory_order_relaxed);
 	atomic_store_explicit(&uffd.map_gen, 1, memory_order_relaxed);
+	atomic_store_explicit(&uffd.app_cpu, -1, memory_order_relaxed);
+	uffd.follow_cpu = !getenv("REGCACHE_UFFD_NO_FOLLOW_CPU");
+	uffd.pinned_cpu = -1;
 	uffd.unreg_gen = 0;
 	/* Signals go to the application's threads, never to ours. */
 	sigfillset(&all);
