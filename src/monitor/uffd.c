@@ -142,6 +142,7 @@ static void register_atfork(void)
 
 static void batch_begin(void);
 static void batch_end(void);
+static void solo_stop(bool child);
 
 struct deferred {
 	uintptr_t start[RC_UFFD_DEFERRED], end[RC_UFFD_DEFERRED];
@@ -741,6 +742,9 @@ static int uffd_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 	(void)mon;
 	pthread_mutex_lock(&uffd.lock);
 	note_app_cpu();
+	/* Off for good: nobody reads the ring any more (solo_off()). */
+	if (uffd.solo_fd >= 0 && !rc_load_acquire(&uffd.solo))
+		solo_stop(false);
 	while (addr < end) {
 		struct rc_procmap_query q;
 		/* Before the query: an UNMAP/REMAP read after this point
@@ -908,9 +912,12 @@ static enum task_kind task_kind(pid_t tid)
 	return (flags & 0x10) ? TASK_IO_WORKER : TASK_OTHER;	/* PF_IO_WORKER */
 }
 
+/* Only ever false -> true in start(), then true -> false. Release: the
+ * solo thread's last look at the ring before a release_solo_ring() that
+ * saw the flag off (acquire). */
 static void solo_off(void)
 {
-	rc_store_relaxed(&uffd.solo, false);
+	rc_store_release(&uffd.solo, false);
 }
 
 /*
@@ -956,7 +963,7 @@ static inline bool solo_hit(void)
 {
 	uint64_t head;
 
-	if (!rc_load_relaxed(&uffd.solo) ||
+	if (!rc_load_acquire(&uffd.solo) ||
 	    !pthread_equal(pthread_self(), uffd.solo_thread))
 		return false;
 	/* Acquire, as perf's protocol wants before reading records. */
@@ -1031,15 +1038,18 @@ static void solo_start(void)
 	if (!only_us_in_task_list()) {
 		rc_debug("userfaultfd monitor: other threads exist: every hit "
 			 "probes");
+		solo_stop(false);
 		return;
 	}
 	rc_debug("userfaultfd monitor: one application thread: its hits "
 		 "skip the probe until it creates a thread or process");
-	rc_store_relaxed(&uffd.solo, true);
+	rc_store_release(&uffd.solo, true);
 }
 
 /* @child: in a forked child, where the ring is not mapped (perf maps it
- * VM_DONTCOPY) and the fd is our copy. */
+ * VM_DONTCOPY) and the fd is our copy. Also once the shortcut is off for
+ * good (uffd_watch()): the event would only cost the solo thread's
+ * context switches. */
 static void solo_stop(bool child)
 {
 	solo_off();
