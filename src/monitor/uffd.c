@@ -18,6 +18,11 @@
  *    kernel with, and that ->validate() probes only on a kernel where the
  *    empty-range probe fails its self-test (otherwise it is unmapped once
  *    start() is done).
+ *  - the solo ring: a perf ring in which every clone() of the thread that
+ *    started us shows up; while it shows none, that thread is the only
+ *    application thread and its hits need no probe (solo_hit()).
+ * The thread sleeps on the CPU that the application registers from
+ * (follow_app_cpu()).
  * Both tables live under uffd.lock, which the monitor thread never takes:
  * a thread holding it may malloc, and a malloc may unmap watched memory and
  * sleep until the monitor thread reads the event (design rule 1).
