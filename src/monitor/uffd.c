@@ -111,6 +111,7 @@ static struct uffd_backend {
 	_Atomic int app_cpu;
 	bool follow_cpu;		/* REGCACHE_UFFD_NO_FOLLOW_CPU unset */
 	int pinned_cpu;			/* the thread's only: where it sleeps */
+	cpu_set_t thread_cpus;		/* the thread's only: where it started */
 	_Atomic bool stopping;		/* set by stop() before it wakes the
 					   thread */
 
@@ -121,6 +122,7 @@ static struct uffd_backend {
 					   this reg_gen() */
 	struct rc_range_count watches;
 	size_t unwatch_since_sweep;
+	unsigned notes_since_policy;	/* note_app_cpu() */
 } uffd = { .fd = -1, .stop_fd = -1, .solo_fd = -1, .vmas = { .maps_fd = -1 },
 	   .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -366,31 +368,49 @@ static void close_own_fds(void *own)
  * event). Only where this thread is *woken* changes; it reads every event
  * as before, so nothing here bears on correctness. A CPU outside our
  * allowed set is refused by the kernel and then left alone.
+ *
+ * A real-time caller (SCHED_FIFO, RR, DEADLINE) may keep its CPU busy, and
+ * a thread pinned behind it would run only in the kernel's real-time
+ * throttling gaps: then the thread goes back to the CPUs it started with.
  */
+#define RC_UFFD_CPU_ANY (-2)	/* app_cpu: sleep wherever allowed */
+
 static void follow_app_cpu(void)
 {
 	int cpu = rc_load_relaxed(&uffd.app_cpu);
 	cpu_set_t set;
 
-	if (!uffd.follow_cpu || cpu < 0 || cpu == uffd.pinned_cpu ||
+	if (!uffd.follow_cpu || cpu == -1 || cpu == uffd.pinned_cpu ||
 	    cpu >= CPU_SETSIZE)
 		return;
 	uffd.pinned_cpu = cpu;	/* refused or not: not asked again */
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
+	if (cpu == RC_UFFD_CPU_ANY) {
+		set = uffd.thread_cpus;
+	} else {
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+	}
 	if (sched_setaffinity(0, sizeof(set), &set))
 		rc_debug("userfaultfd monitor: cannot follow to CPU %d: %s",
 			 cpu, strerror(errno));
 }
 
 /* Under uffd.lock (watch/unwatch): the CPU the monitor thread follows.
- * sched_getcpu() reads the rseq area (glibc 2.35+), no syscall. */
+ * sched_getcpu() reads the rseq area (glibc 2.35+), no syscall; the
+ * caller's policy (a syscall) is asked when its CPU differs from the last
+ * one, and every 64th call, since a thread can turn real-time in place. */
 static void note_app_cpu(void)
 {
-	int cpu = sched_getcpu();
+	int cpu = sched_getcpu(), policy;
 
-	if (cpu >= 0 && cpu != rc_load_relaxed(&uffd.app_cpu))
-		rc_store_relaxed(&uffd.app_cpu, cpu);
+	if (cpu < 0 || (cpu == rc_load_relaxed(&uffd.app_cpu) &&
+			++uffd.notes_since_policy % 64))
+		return;
+	policy = sched_getscheduler(0);
+	if (policy != SCHED_OTHER && policy != SCHED_BATCH &&
+	    policy != SCHED_IDLE)
+		cpu = RC_UFFD_CPU_ANY;
+	rc_store_relaxed(&uffd.app_cpu, cpu);
 }
 
 /*
@@ -405,6 +425,8 @@ static void *monitor_thread(void *arg)
 	bool own = own_file_table();
 
 	uffd.thread_tid = (pid_t)syscall(SYS_gettid);
+	if (sched_getaffinity(0, sizeof(uffd.thread_cpus), &uffd.thread_cpus))
+		uffd.follow_cpu = false;	/* nothing to go back to */
 	/* Release: start() returns only after this, so that whatever the C
 	 * runtime or a sanitizer maps for a new thread is mapped before the
 	 * application can unmap and expect to reuse an address. */
