@@ -8,11 +8,13 @@
  * through it must be visible: the monitor must have seen A in the task
  * list and kept the probe. Then the main thread's own munmap while it is
  * alone: its next get of the address must miss (the shortcut relies on
- * it). The probe's negative control (stale gets without it) is in
- * monitor-race@userfaultfd.
+ * it); and the same with perf_event_open refused by seccomp, where the
+ * monitor must start all the same. The probe's negative control (stale
+ * gets without it) is in monitor-race@userfaultfd.
  */
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -138,6 +140,24 @@ int main(void)
 		cache = t_uring_cache(&ring, 0, 0, 0);
 		t_monitor_require();
 		for (int i = 0; i < 100; i++)
+			T_EXPECT_EQ(false, own_unmap_hits());
+		regcache_destroy(cache);
+		_exit(t_exit_status());
+	}
+	T_REQUIRE(waitpid(pid, &status, 0) == pid);
+	T_EXPECT_EQ(1, WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	/* perf_event_open refused (Debian's perf_event_paranoid=3 for an
+	 * ordinary user, a container's seccomp profile): the monitor starts
+	 * all the same, and every hit probes. */
+	pid = fork();
+	T_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		T_REQUIRE(t_seccomp_deny(SYS_perf_event_open, EACCES) == 0);
+		t_ring_init(&ring);
+		cache = t_uring_cache(&ring, 0, 0, 0);
+		t_monitor_require();
+		for (int i = 0; i < 10; i++)
 			T_EXPECT_EQ(false, own_unmap_hits());
 		regcache_destroy(cache);
 		_exit(t_exit_status());
