@@ -871,7 +871,9 @@ static void uffd_unwatch(struct rc_monitor *mon, uintptr_t start,
  *     mapped read-only into our memory *inside* every clone() that T makes,
  *     before clone() returns: threads, processes, vfork and
  *     clone(CLONE_VM) children alike. Read-only means overwrite mode: the
- *     kernel moves data_head for every record and never drops one.
+ *     kernel never refuses a record for lack of room and moves data_head
+ *     for every one (it overwrites the oldest; more than a page of new
+ *     records turns the shortcut off).
  *  3. Every thread other than T, the monitor thread and workers would have
  *     to be created after step 1 by T (the others create none), so its
  *     record is in the ring before T can run another instruction, and
@@ -940,8 +942,8 @@ static enum task_kind task_kind(pid_t tid)
 }
 
 /* Only ever false -> true in start(), then true -> false. Release: the
- * solo thread's last look at the ring before a release_solo_ring() that
- * saw the flag off (acquire). */
+ * solo thread's last look at the ring comes before the solo_stop() of a
+ * watch() that saw the flag off (acquire). */
 static void solo_off(void)
 {
 	rc_store_release(&uffd.solo, false);
@@ -1049,7 +1051,7 @@ static void solo_start(void)
 			 "probes", strerror(errno));
 		return;
 	}
-	/* Read-only: overwrite mode, no record is ever dropped. */
+	/* Read-only: overwrite mode, data_head moves for every record. */
 	ring = mmap(NULL, 2 * uffd.page, PROT_READ, MAP_SHARED, uffd.solo_fd, 0);
 	if (ring == MAP_FAILED) {
 		rc_debug("userfaultfd monitor: mmap of the perf ring: %s: every "
