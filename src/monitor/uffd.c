@@ -18,12 +18,19 @@
  *    kernel with, and that ->validate() probes only on a kernel where the
  *    empty-range probe fails its self-test (otherwise it is unmapped once
  *    start() is done).
+ *  - the solo ring: a perf ring in which every clone() of the thread that
+ *    started us shows up; while it shows none, that thread is the only
+ *    application thread and its hits need no probe (solo_hit()).
+ * The thread sleeps on the CPU that the application registers from
+ * (follow_app_cpu()).
  * Both tables live under uffd.lock, which the monitor thread never takes:
  * a thread holding it may malloc, and a malloc may unmap watched memory and
  * sleep until the monitor thread reads the event (design rule 1).
  */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <linux/types.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
@@ -83,12 +90,28 @@ static struct uffd_backend {
 	_Atomic bool zeropage_probe;
 	bool empty_probe;	/* hits probe an empty range (cheapest) */
 
+	/* One application thread (solo_*): see solo_hit(). */
+	_Atomic bool solo;		/* hits of solo_thread may skip the
+					   probe; only ever turned off */
+	pthread_t solo_thread;
+	int solo_fd;			/* perf event on solo_thread, or -1 */
+	const struct perf_event_mmap_page *solo_ring;
+	uint64_t solo_head;		/* solo_thread's only: records seen */
+	pid_t thread_tid;		/* the monitor thread's */
+
 	/* Written by the monitor thread only. */
 	_Atomic uint64_t gen;		/* the hit path's word; odd from
 					   before read() until published */
 	_Atomic uint64_t map_gen;	/* UNMAP/REMAP events read so far */
 	_Atomic uint64_t events;	/* every message read (statistics) */
 	_Atomic int ready;		/* the thread has started */
+	/* The CPU of the last watch()/unwatch(), -1 if unknown: where the
+	 * thread sleeps (follow_app_cpu). Written under lock, read by the
+	 * thread. */
+	_Atomic int app_cpu;
+	bool follow_cpu;		/* REGCACHE_UFFD_NO_FOLLOW_CPU unset */
+	int pinned_cpu;			/* the thread's only: where it sleeps */
+	cpu_set_t thread_cpus;		/* the thread's only: where it started */
 	_Atomic bool stopping;		/* set by stop() before it wakes the
 					   thread */
 
@@ -99,7 +122,8 @@ static struct uffd_backend {
 					   this reg_gen() */
 	struct rc_range_count watches;
 	size_t unwatch_since_sweep;
-} uffd = { .fd = -1, .stop_fd = -1, .vmas = { .maps_fd = -1 },
+	unsigned notes_since_policy;	/* note_app_cpu() */
+} uffd = { .fd = -1, .stop_fd = -1, .solo_fd = -1, .vmas = { .maps_fd = -1 },
 	   .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -125,6 +149,7 @@ static void register_atfork(void)
 
 static void batch_begin(void);
 static void batch_end(void);
+static void solo_stop(bool child);
 
 struct deferred {
 	uintptr_t start[RC_UFFD_DEFERRED], end[RC_UFFD_DEFERRED];
@@ -328,6 +353,67 @@ static void close_own_fds(void *own)
 }
 
 /*
+ * Sleep on the CPU that the application last registered or released from.
+ *
+ * A change of a watched range sleeps until this thread has read its
+ * event. Woken on another CPU, that is two cross-CPU wakeups per change:
+ * the unmapper wakes us, and our read() wakes the unmapper, whose CPU went
+ * idle meanwhile. On a virtual machine each is a virtual CPU leaving halt
+ * (~20 us); on one CPU neither happens, since the unmapper sleeps right
+ * after it woke us (the kernel's sync-wakeup case, which the userfaultfd
+ * wakeup does not declare). docs/monitor-userfaultfd.md has the figures.
+ * The thread that registers memory is usually the one that frees it, so
+ * the thread restricts itself to that thread's CPU before each sleep, and
+ * follows it when it moves (one sched_setaffinity() per move, none per
+ * event). Only where this thread is *woken* changes; it reads every event
+ * as before, so nothing here bears on correctness. A CPU outside our
+ * allowed set is refused by the kernel and then left alone.
+ *
+ * A real-time caller (SCHED_FIFO, RR, DEADLINE) may keep its CPU busy, and
+ * a thread pinned behind it would run only in the kernel's real-time
+ * throttling gaps: then the thread goes back to the CPUs it started with.
+ */
+#define RC_UFFD_CPU_ANY (-2)	/* app_cpu: sleep wherever allowed */
+
+static void follow_app_cpu(void)
+{
+	int cpu = rc_load_relaxed(&uffd.app_cpu);
+	cpu_set_t set;
+
+	if (!uffd.follow_cpu || cpu == -1 || cpu == uffd.pinned_cpu ||
+	    cpu >= CPU_SETSIZE)
+		return;
+	uffd.pinned_cpu = cpu;	/* refused or not: not asked again */
+	if (cpu == RC_UFFD_CPU_ANY) {
+		set = uffd.thread_cpus;
+	} else {
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+	}
+	if (sched_setaffinity(0, sizeof(set), &set))
+		rc_debug("userfaultfd monitor: cannot follow to CPU %d: %s",
+			 cpu, strerror(errno));
+}
+
+/* Under uffd.lock (watch/unwatch): the CPU the monitor thread follows.
+ * sched_getcpu() reads the rseq area (glibc 2.35+), no syscall; the
+ * caller's policy (a syscall) is asked when its CPU differs from the last
+ * one, and every 64th call, since a thread can turn real-time in place. */
+static void note_app_cpu(void)
+{
+	int cpu = sched_getcpu(), policy;
+
+	if (cpu < 0 || (cpu == rc_load_relaxed(&uffd.app_cpu) &&
+			++uffd.notes_since_policy % 64))
+		return;
+	policy = sched_getscheduler(0);
+	if (policy != SCHED_OTHER && policy != SCHED_BATCH &&
+	    policy != SCHED_IDLE)
+		cpu = RC_UFFD_CPU_ANY;
+	rc_store_relaxed(&uffd.app_cpu, cpu);
+}
+
+/*
  * The single producer. It never allocates, frees, takes a lock that an
  * unmapping thread may hold, or unmaps anything: with one reader, unmapping
  * watched memory here would wait for itself (docs/kernel-facts.md).
@@ -338,6 +424,9 @@ static void *monitor_thread(void *arg)
 	struct deferred d = { .n = 0 };
 	bool own = own_file_table();
 
+	uffd.thread_tid = (pid_t)syscall(SYS_gettid);
+	if (sched_getaffinity(0, sizeof(uffd.thread_cpus), &uffd.thread_cpus))
+		uffd.follow_cpu = false;	/* nothing to go back to */
 	/* Release: start() returns only after this, so that whatever the C
 	 * runtime or a sanitizer maps for a new thread is mapped before the
 	 * application can unmap and expect to reuse an address. */
@@ -358,6 +447,7 @@ static void *monitor_thread(void *arg)
 		};
 		int ret;
 
+		follow_app_cpu();
 		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
 		ret = poll(p, 2, ms_until_due(&d));
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
@@ -678,6 +768,10 @@ static int uffd_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 
 	(void)mon;
 	pthread_mutex_lock(&uffd.lock);
+	note_app_cpu();
+	/* Off for good: nobody reads the ring any more (solo_off()). */
+	if (uffd.solo_fd >= 0 && !rc_load_acquire(&uffd.solo))
+		solo_stop(false);
 	while (addr < end) {
 		struct rc_procmap_query q;
 		/* Before the query: an UNMAP/REMAP read after this point
@@ -739,6 +833,7 @@ static void uffd_unwatch(struct rc_monitor *mon, uintptr_t start,
 
 	(void)mon;
 	pthread_mutex_lock(&uffd.lock);
+	note_app_cpu();
 	left = rc_range_count_remove(&uffd.watches, start, end);
 	if (left < 0) {
 		rc_error("unwatch of %p-%p that is not watched (bug)",
@@ -750,6 +845,249 @@ static void uffd_unwatch(struct rc_monitor *mon, uintptr_t start,
 			sweep_locked();
 	}
 	pthread_mutex_unlock(&uffd.lock);
+}
+
+/* ---------------------------------------------------------------------
+ * One application thread: hits without a syscall
+ * ------------------------------------------------------------------- */
+
+/*
+ * The probe closes a window that needs two application threads: thread A
+ * unmaps X and is between dropping the mmap lock and the monitor's read(),
+ * while thread B maps X again and hits. The thread that made a change
+ * itself cannot hit stale: its munmap/mremap/madvise returns only after our
+ * read(), which batch_begin() preceded, so its next hit sees the generation
+ * moved and syncs (see "The generation word" in the docs).
+ *
+ * So while the process has one application thread T, T's hits need no
+ * probe. solo_hit() proves that T is alone with no syscall:
+ *
+ *  1. At start, after the monitor thread exists, /proc/self/task lists T,
+ *     the monitor thread and io_uring workers only (solo_start()). Nobody
+ *     else can create a thread meanwhile: T is here, the monitor thread
+ *     never does, io_uring workers create only workers.
+ *  2. A perf event on T alone (software "dummy", task records, nothing
+ *     sampled; inherit off) makes the kernel append a FORK record to a ring
+ *     mapped read-only into our memory *inside* every clone() that T makes,
+ *     before clone() returns: threads, processes, vfork and
+ *     clone(CLONE_VM) children alike. Read-only means overwrite mode: the
+ *     kernel never refuses a record for lack of room and moves data_head
+ *     for every one (it overwrites the oldest; more than a page of new
+ *     records turns the shortcut off).
+ *  3. Every thread other than T, the monitor thread and workers would have
+ *     to be created after step 1 by T (the others create none), so its
+ *     record is in the ring before T can run another instruction, and
+ *     before anything T does afterwards (such as a hit). A hit of T that
+ *     reads data_head unchanged since step 1 therefore runs in a process
+ *     whose only threads that can unmap are T and io_uring workers.
+ *  4. Workers only run T's io_uring requests; the only one that changes a
+ *     mapping is IORING_OP_MADVISE, and T learns it is done from its
+ *     completion, which comes after the madvise returned: after our read().
+ *     A hit of T while its own madvise of that memory is still in flight
+ *     uses memory it is discarding: the application's race, the same with
+ *     the probe. So solo_recheck() accepts a record of a new worker
+ *     (PF_IO_WORKER in /proc/self/task/<tid>/stat; the kernel sets the
+ *     flag, the application cannot) and turns the shortcut off for good on
+ *     any other record: another thread, any child process, a worker that
+ *     already exited (its tid could not be checked), a full ring.
+ *  5. Other processes: a debugger's ptrace stops T; process_madvise() from
+ *     another process cannot discard our pages (6.18 takes only advice
+ *     that keeps the contents from a remote caller).
+ *
+ * Not covered: a process that shares our memory without being a thread
+ * (clone(CLONE_VM) without CLONE_THREAD) and was created *before* the
+ * monitor started: it is not in /proc/self/task, and its creation predates
+ * the ring. REGCACHE_UFFD_ALWAYS_PROBE=1 keeps the probe on every hit for
+ * such a program. The shortcut also needs perf_event_open() for our own
+ * thread (kernel.perf_event_paranoid <= 2, or CAP_PERFMON); where it is
+ * refused (Debian's default of 3 for an ordinary user, a seccomp filter),
+ * every hit probes.
+ */
+enum task_kind { TASK_GONE, TASK_EXITING, TASK_IO_WORKER, TASK_OTHER };
+
+/* What thread @tid of this process is, from /proc/self/task/<tid>/stat.
+ * No allocation (validate's rules): a stack buffer and hand parsing. */
+static enum task_kind task_kind(pid_t tid)
+{
+	char path[64], buf[512];
+	unsigned long long flags = 0;
+	const char *p;
+	ssize_t n;
+	int fd, field = 0;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return TASK_GONE;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return TASK_GONE;
+	buf[n] = 0;
+	/* "tid (comm) state ppid pgrp session tty tpgid flags ...": comm
+	 * may hold anything, so count from its last ')'. */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return TASK_OTHER;
+	if (p[2] == 'Z' || p[2] == 'X' || p[2] == 'x')
+		return TASK_EXITING;
+	for (p += 2; *p && field < 6; p++)
+		if (*p == ' ')
+			field++;
+	if (field < 6 || *p < '0' || *p > '9')
+		return TASK_OTHER;
+	for (; *p >= '0' && *p <= '9'; p++)
+		flags = flags * 10 + (unsigned)(*p - '0');
+	return (flags & 0x10) ? TASK_IO_WORKER : TASK_OTHER;	/* PF_IO_WORKER */
+}
+
+/* Only ever false -> true in start(), then true -> false. Release: the
+ * solo thread's last look at the ring comes before the solo_stop() of a
+ * watch() that saw the flag off (acquire). */
+static void solo_off(void)
+{
+	rc_store_release(&uffd.solo, false);
+}
+
+/*
+ * T only: the ring moved. Accept records of new io_uring workers of this
+ * process (step 4 above), turn the shortcut off on anything else. Only T
+ * makes records, and T is here: nothing writes the ring meanwhile.
+ */
+static rc_noinline bool solo_recheck(uint64_t head)
+{
+	const char *data = (const char *)uffd.solo_ring + uffd.page;
+	pid_t self = getpid();
+
+	if (head - uffd.solo_head > uffd.page) {
+		solo_off();		/* records were overwritten */
+		return false;
+	}
+	while (uffd.solo_head < head) {
+		struct perf_event_header h;
+		struct { uint32_t pid, ppid, tid, ptid; } f;
+		uint64_t o = uffd.solo_head % uffd.page;
+
+		/* One data page; a record may wrap around its end. */
+		for (size_t i = 0; i < sizeof(h); i++)
+			((char *)&h)[i] = data[(o + i) % uffd.page];
+		for (size_t i = 0; i < sizeof(f); i++)
+			((char *)&f)[i] = data[(o + sizeof(h) + i) % uffd.page];
+		if (h.type != PERF_RECORD_FORK || h.size < sizeof(h) + sizeof(f) ||
+		    (pid_t)f.pid != self ||
+		    task_kind((pid_t)f.tid) != TASK_IO_WORKER) {
+			rc_debug("userfaultfd monitor: a thread or process was "
+				 "created (record %u, pid %u, tid %u): every hit "
+				 "probes from now on", h.type, f.pid, f.tid);
+			solo_off();
+			return false;
+		}
+		uffd.solo_head += h.size;
+	}
+	return true;
+}
+
+/* A hit that may skip the probe: see the proof above. */
+static inline bool solo_hit(void)
+{
+	uint64_t head;
+
+	if (!rc_load_acquire(&uffd.solo) ||
+	    !pthread_equal(pthread_self(), uffd.solo_thread))
+		return false;
+	/* Acquire, as perf's protocol wants before reading records. */
+	head = __atomic_load_n(&uffd.solo_ring->data_head, __ATOMIC_ACQUIRE);
+	if (head != uffd.solo_head && !solo_recheck(head))
+		return false;
+	/* As the probe path: the published state, not a batch half done. */
+	return !(atomic_load_explicit(&uffd.gen, memory_order_seq_cst) & 1);
+}
+
+/* Whether /proc/self/task holds only us, the monitor thread and io_uring
+ * workers. Bounded by the threads listed; no lock. */
+static bool only_us_in_task_list(void)
+{
+	pid_t self = (pid_t)syscall(SYS_gettid);
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	bool alone = d != NULL;
+
+	while (alone && (e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+
+		/* A thread that is exiting, or gone by now, does nothing
+		 * more; one it created before is listed too. */
+		if (tid > 0 && tid != self && tid != uffd.thread_tid &&
+		    task_kind(tid) == TASK_OTHER)
+			alone = false;
+	}
+	if (d)
+		closedir(d);
+	return alone;
+}
+
+/* After the monitor thread started (its own FORK record is not ours to
+ * see): the perf event first, then the task list (steps 1 and 2). */
+static void solo_start(void)
+{
+	struct perf_event_attr a = {
+		.size = sizeof(a),
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_DUMMY,
+		.task = 1,
+		.exclude_kernel = 1,	/* perf_event_paranoid 2 allows this */
+		.exclude_hv = 1,
+	};
+	void *ring;
+
+	uffd.solo_fd = -1;
+	uffd.solo_ring = NULL;
+	if (getenv("REGCACHE_UFFD_ALWAYS_PROBE"))
+		return;
+	uffd.solo_fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1,
+				    PERF_FLAG_FD_CLOEXEC);
+	if (uffd.solo_fd < 0) {
+		rc_debug("userfaultfd monitor: perf_event_open: %s: every hit "
+			 "probes", strerror(errno));
+		return;
+	}
+	/* Read-only: overwrite mode, data_head moves for every record. */
+	ring = mmap(NULL, 2 * uffd.page, PROT_READ, MAP_SHARED, uffd.solo_fd, 0);
+	if (ring == MAP_FAILED) {
+		rc_debug("userfaultfd monitor: mmap of the perf ring: %s: every "
+			 "hit probes", strerror(errno));
+		close(uffd.solo_fd);
+		uffd.solo_fd = -1;
+		return;
+	}
+	uffd.solo_ring = ring;
+	uffd.solo_thread = pthread_self();
+	uffd.solo_head = __atomic_load_n(&uffd.solo_ring->data_head,
+					 __ATOMIC_ACQUIRE);
+	if (!only_us_in_task_list()) {
+		rc_debug("userfaultfd monitor: other threads exist: every hit "
+			 "probes");
+		solo_stop(false);
+		return;
+	}
+	rc_debug("userfaultfd monitor: one application thread: its hits "
+		 "skip the probe until it creates a thread or process");
+	rc_store_release(&uffd.solo, true);
+}
+
+/* @child: in a forked child, where the ring is not mapped (perf maps it
+ * VM_DONTCOPY) and the fd is our copy. Also once the shortcut is off for
+ * good (uffd_watch()): the event would only cost the solo thread's
+ * context switches. */
+static void solo_stop(bool child)
+{
+	solo_off();
+	if (uffd.solo_ring && !child)
+		munmap((void *)uffd.solo_ring, 2 * uffd.page);
+	uffd.solo_ring = NULL;
+	if (uffd.solo_fd >= 0)
+		close(uffd.solo_fd);
+	uffd.solo_fd = -1;
 }
 
 /*
@@ -770,6 +1108,8 @@ static int uffd_validate(struct rc_monitor *mon, uintptr_t start,
 			 uintptr_t end)
 {
 	(void)mon, (void)start, (void)end;
+	if (solo_hit())
+		return 0;
 	for (int i = 0; i < RC_UFFD_VALIDATE_SPINS; i++) {
 		int ret = hit_probe();
 
@@ -966,6 +1306,9 @@ static int uffd_start(struct rc_monitor *mon)
 	atomic_store_explicit(&uffd.ready, 0, memory_order_relaxed);
 	atomic_store_explicit(&uffd.stopping, false, memory_order_relaxed);
 	atomic_store_explicit(&uffd.map_gen, 1, memory_order_relaxed);
+	atomic_store_explicit(&uffd.app_cpu, -1, memory_order_relaxed);
+	uffd.follow_cpu = !getenv("REGCACHE_UFFD_NO_FOLLOW_CPU");
+	uffd.pinned_cpu = -1;
 	uffd.unreg_gen = 0;
 	/* Signals go to the application's threads, never to ours. */
 	sigfillset(&all);
@@ -983,6 +1326,7 @@ static int uffd_start(struct rc_monitor *mon)
 	uffd.thread_running = true;
 	while (!rc_load_acquire(&uffd.ready))
 		sched_yield();
+	solo_start();
 	mon->caps = (struct rc_monitor_caps){
 		.can_cache = true,
 		.synchronous = false,
@@ -1068,6 +1412,7 @@ static void uffd_stop(struct rc_monitor *mon)
 	bool sentinel_registered = false;
 	int ret;
 
+	solo_stop(false);
 	/* The thread keeps reading while we unregister, so threads that
 	 * are unmapping now never wait for a reader that is gone. No cache
 	 * is left to call watch/unwatch, so uffd.lock is not taken: fork's
@@ -1124,6 +1469,7 @@ static void uffd_forked(struct rc_monitor *mon)
 	/* Another thread of the child may still read uffd.gen: it is static
 	 * memory, so leaving it behind is harmless. */
 	mon->gen = &mon->queue_head;
+	solo_stop(true);
 	close_fds();
 	if (uffd.sentinel)
 		munmap(uffd.sentinel, uffd.page);	/* the child's copy */

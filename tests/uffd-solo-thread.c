@@ -1,0 +1,180 @@
+/*
+ * Description: userfaultfd monitor: hits skip the probe only while the
+ * process has one application thread, and a thread that existed before
+ * the monitor started counts. Thread A is created first and idles; then
+ * the cache (and the monitor) starts; A munmaps a cached range X while
+ * the main thread loops mmap(NULL) until it gets X back and calls
+ * regcache_get on it. Every get after a reuse must be a miss, and DMA
+ * through it must be visible: the monitor must have seen A in the task
+ * list and kept the probe. Then the main thread's own munmap while it is
+ * alone: its next get of the address must miss (the shortcut relies on
+ * it); and the same with perf_event_open refused by seccomp, where the
+ * monitor must start all the same. The probe's negative control (stale
+ * gets without it) is in monitor-race@userfaultfd.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+
+#define LEN 16384
+#define DMA_EVERY 16
+
+static struct io_uring ring;
+static struct regcache *cache;
+static _Atomic(char *) victim;	/* X, published by main for A to unmap */
+static atomic_int go, stop;
+
+static void *unmapper(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&go))
+		sched_yield();
+	while (!atomic_load(&stop)) {
+		char *x = atomic_exchange(&victim, NULL);
+
+		if (x)
+			T_REQUIRE(munmap(x, LEN) == 0);
+		else
+			sched_yield();
+	}
+	return NULL;
+}
+
+/* Reuses of addresses that A unmapped; returns the stale gets. */
+static long race(long want)
+{
+	long reuses = 0, stale = 0, dma_checked = 0;
+	struct regcache_stats st, st2;
+	struct regcache_region *r;
+
+	while (reuses < want) {
+		char *x = t_map(LEN), *y;
+		long spins = 0;
+
+		x[0] = 1;
+		T_REQUIRE(regcache_get(cache, x, LEN, 0, &r) == 0);
+		regcache_put(cache, r);
+		atomic_store(&victim, x);
+		for (;;) {
+			y = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			T_REQUIRE(y != MAP_FAILED);
+			if (y == x)
+				break;
+			T_REQUIRE(munmap(y, LEN) == 0);
+			if (++spins > 1000000) {
+				fprintf(stderr, "X never came back\n");
+				exit(T_EXIT_FAIL);
+			}
+		}
+		reuses++;
+		regcache_get_stats(cache, &st);
+		T_REQUIRE(regcache_get(cache, y, LEN, 0, &r) == 0);
+		regcache_get_stats(cache, &st2);
+		if (st2.hits != st.hits)
+			stale++;
+		if (reuses % DMA_EVERY == 0 || st2.hits != st.hits) {
+			dma_checked++;
+			if (!t_dma_visible(&ring, r, y, LEN, (unsigned)reuses))
+				stale++;
+		}
+		regcache_put(cache, r);
+		regcache_invalidate(cache, y, LEN);
+		T_REQUIRE(munmap(y, LEN) == 0);
+	}
+	printf("thread created before the monitor: %ld reuses of an address "
+	       "it unmapped, %ld checked with DMA, %ld stale\n", reuses,
+	       dma_checked, stale);
+	return stale;
+}
+
+/* Alone: the main thread unmaps a cached buffer, maps the address again
+ * and gets it. Returns whether that get hit (it must not). */
+static bool own_unmap_hits(void)
+{
+	struct regcache_stats st, st2;
+	struct regcache_region *r;
+	char *x = t_map(LEN), *y;
+	bool hit;
+
+	x[0] = 1;
+	T_REQUIRE(regcache_get(cache, x, LEN, 0, &r) == 0);
+	regcache_put(cache, r);
+	/* A hit while nothing changed: the region is cached. */
+	regcache_get_stats(cache, &st);
+	T_REQUIRE(regcache_get(cache, x, LEN, 0, &r) == 0);
+	regcache_get_stats(cache, &st2);
+	T_EXPECT_EQ(st.hits + 1, st2.hits);
+	regcache_put(cache, r);
+	T_REQUIRE(munmap(x, LEN) == 0);
+	y = mmap(x, LEN, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	T_REQUIRE(y == x);
+	regcache_get_stats(cache, &st);
+	T_REQUIRE(regcache_get(cache, y, LEN, 0, &r) == 0);
+	regcache_get_stats(cache, &st2);
+	hit = st2.hits != st.hits;
+	T_EXPECT_EQ(true, t_dma_visible(&ring, r, y, LEN, 7));
+	regcache_put(cache, r);
+	regcache_invalidate(cache, y, LEN);
+	munmap(y, LEN);
+	return hit;
+}
+
+int main(void)
+{
+	pthread_t a;
+
+	t_monitor_only("userfaultfd");
+	/* The single-thread case first, in a child where the main thread is
+	 * the only thread when the monitor starts. */
+	pid_t pid = fork();
+	int status;
+
+	T_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		t_ring_init(&ring);
+		cache = t_uring_cache(&ring, 0, 0, 0);
+		t_monitor_require();
+		for (int i = 0; i < 100; i++)
+			T_EXPECT_EQ(false, own_unmap_hits());
+		regcache_destroy(cache);
+		_exit(t_exit_status());
+	}
+	T_REQUIRE(waitpid(pid, &status, 0) == pid);
+	T_EXPECT_EQ(1, WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	/* perf_event_open refused (Debian's perf_event_paranoid=3 for an
+	 * ordinary user, a container's seccomp profile): the monitor starts
+	 * all the same, and every hit probes. */
+	pid = fork();
+	T_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		T_REQUIRE(t_seccomp_deny(SYS_perf_event_open, EACCES) == 0);
+		t_ring_init(&ring);
+		cache = t_uring_cache(&ring, 0, 0, 0);
+		t_monitor_require();
+		for (int i = 0; i < 10; i++)
+			T_EXPECT_EQ(false, own_unmap_hits());
+		regcache_destroy(cache);
+		_exit(t_exit_status());
+	}
+	T_REQUIRE(waitpid(pid, &status, 0) == pid);
+	T_EXPECT_EQ(1, WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	/* A exists before the first cache starts the monitor. */
+	T_REQUIRE(pthread_create(&a, NULL, unmapper, NULL) == 0);
+	t_ring_init(&ring);
+	cache = t_uring_cache(&ring, 0, 0, 0);
+	t_monitor_require();
+	atomic_store(&go, 1);
+	T_EXPECT_EQ(0, race(T_SCALE(20000)));
+	atomic_store(&stop, 1);
+	pthread_join(a, NULL);
+	regcache_destroy(cache);
+	io_uring_queue_exit(&ring);
+	return t_exit_status();
+}
