@@ -284,6 +284,12 @@ static void compute_targets(void)
 	target("userfaultfd hit <= 1.5x getppid()",
 	       val("mon_hit_1t_same", "userfaultfd") /
 		       val("mon_getppid", "userfaultfd"), 1.5, true, d);
+	snprintf(d, sizeof(d), "%.1f ns vs getppid %.1f ns",
+		 val("mon_hit_mt_same", "userfaultfd"),
+		 val("mon_getppid_mt", "userfaultfd"));
+	target("  ... in a process with a second thread",
+	       val("mon_hit_mt_same", "userfaultfd") /
+		       val("mon_getppid_mt", "userfaultfd"), 1.5, true, d);
 }
 
 static void print_table(const char *machine, const char **errors, int nerr)
@@ -319,6 +325,7 @@ static void print_table(const char *machine, const char **errors, int nerr)
 	row_mon("hit, 1 thread, same buffer, ns", "mon_hit_1t_same", false);
 	row_mon("hit, 1 thread, 1000 buffers, ns", "mon_hit_1t_1000", false);
 	row_mon("  ... with NO_HIT_PROBE, ns", "mon_hit_noprobe_1000", false);
+	row_mon("hit, same buffer, 2-thread process", "mon_hit_mt_same", false);
 	row_mon("getppid() in the same process, ns", "mon_getppid", false);
 	row_mon("miss overhead, io_uring 4 KiB, ns", "mon_miss_uring4k", false);
 	row_mon("munmap 1 page, not cached, ns", "munmap_uncached", true);

@@ -487,6 +487,16 @@ static double page_op_ns(struct bcache *c, bool cached, enum page_op op,
 	return m;
 }
 
+/* A thread that only waits for its pipe to close. */
+static void *idle_thread(void *arg)
+{
+	char b;
+
+	while (read(*(int *)arg, &b, 1) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
 static void monitor_figures(struct bcache *c, const char *who)
 {
 	int n = (int)scaled(2000);
@@ -561,6 +571,25 @@ static void group_monitor(const char *who)
 	/* The syscall floor, in the same process and rounds: the target for
 	 * a userfaultfd hit (one probe syscall) is a ratio to it. */
 	emit("mon_getppid", who, median(nop, bench_opt.reps), "ns");
+	if (!ucx) {
+		/* The same hits in a process with a second (idle) thread: a
+		 * userfaultfd hit of a one-thread process needs no probe
+		 * (docs/monitor-userfaultfd.md), one of any other pays it. */
+		int fds[2];
+		pthread_t idle;
+
+		if (pipe(fds) || pthread_create(&idle, NULL, idle_thread, &fds[0]))
+			die("idle thread", errno);
+		for (int rep = 0; rep < bench_opt.reps; rep++) {
+			same[rep] = hit_loop(&c, area, 1, 2, n);
+			nop[rep] = getppid_loop(n);
+		}
+		close(fds[1]);
+		pthread_join(idle, NULL);
+		close(fds[0]);
+		emit("mon_hit_mt_same", who, median(same, bench_opt.reps), "ns");
+		emit("mon_getppid_mt", who, median(nop, bench_opt.reps), "ns");
+	}
 	monitor_figures(&c, who);
 	bcache_destroy(&c);
 
