@@ -153,6 +153,13 @@ const char *demo_installed_path(const char *rel_from_bindir, const char *name,
 int demo_regcached_start(struct result *res);
 void demo_regcached_stop(struct result *res);
 void demo_regcached_child(const struct mode *m, int fd) __attribute__((noreturn));
-extern const unsigned long long demo_regcached_memlock;
+/* RLIMIT_MEMLOCK of the regcached row's client (--regcached-memlock);
+ * RLIM_INFINITY for none. */
+extern unsigned long long demo_regcached_memlock;
+/* Whether the regcached row's client gets CAP_IPC_LOCK in place of an
+ * unlimited RLIMIT_MEMLOCK (this process cannot raise the limit). */
+bool demo_regcached_lock_cap(void);
+/* Whether this process has capability @cap in its effective set. */
+bool demo_has_cap(int cap);
 
 #endif

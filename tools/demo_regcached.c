@@ -5,10 +5,12 @@
  * starts a private regcached on a socket in a fresh directory before each
  * run of the row and stops it after, so it taxes no other row's syscalls.
  * The row's child drops to what an ordinary user has (uid/gid 65534, no
- * capabilities, an 8 MiB RLIMIT_MEMLOCK) and re-executes the demo with
- * REGCACHE_MONITOR=regcached and REGCACHE_SOCKET set: a fresh image holds
- * nothing of root's. It runs the workload fitted to that memlock limit, the
- * one the demo itself runs for such a user.
+ * capabilities) with the RLIMIT_MEMLOCK of --regcached-memlock (by default
+ * none, as HPC sites configure their users for RDMA) and re-executes the
+ * demo with REGCACHE_MONITOR=regcached and REGCACHE_SOCKET set: a fresh
+ * image holds nothing of root's. It runs the workload fitted to that
+ * memlock limit, the one the demo itself runs for such a user: with no
+ * limit, the workload of every other row.
  */
 #include <errno.h>
 #include <grp.h>
@@ -17,10 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -30,7 +34,7 @@
 
 #define CLIENT_ID 65534		/* nobody/nogroup */
 
-const unsigned long long demo_regcached_memlock = 8ull << 20;
+unsigned long long demo_regcached_memlock = RLIM_INFINITY;
 
 static char dir[64], sock_path[108];
 static pid_t daemon_pid = -1, demo_pid;
@@ -241,18 +245,57 @@ void demo_regcached_stop(struct result *res)
 		fail(res, -ECHILD, "regcached stopped with an error", status);
 }
 
+/*
+ * A root that lacks CAP_SYS_RESOURCE (some containers and sandboxes) cannot
+ * raise RLIMIT_MEMLOCK above its own hard limit. For an unlimited client
+ * the row then keeps CAP_IPC_LOCK alone instead, which lets the client pin
+ * as much as an unlimited RLIMIT_MEMLOCK would (neither regcache's budget
+ * nor the kernel's accounting limits it) and grants nothing else: no
+ * CAP_BPF, so the client still cannot load a monitor of its own.
+ */
+bool demo_regcached_lock_cap(void)
+{
+	struct rlimit rl;
+
+	return demo_regcached_memlock == RLIM_INFINITY &&
+	       !demo_has_cap(CAP_SYS_RESOURCE) &&
+	       !getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_max != RLIM_INFINITY;
+}
+
+/* After setresuid() away from 0 with PR_SET_KEEPCAPS: CAP_IPC_LOCK only,
+ * effective, and ambient so that it survives the exec. */
+static int keep_only_ipc_lock(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2] = { 0 };
+	__u32 bit = CAP_TO_MASK(CAP_IPC_LOCK);
+	int i = CAP_TO_INDEX(CAP_IPC_LOCK);
+
+	data[i].effective = data[i].permitted = data[i].inheritable = bit;
+	if (syscall(SYS_capset, &hdr, data))
+		return -1;
+	return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_IPC_LOCK, 0, 0);
+}
+
 void demo_regcached_child(const struct mode *m, int fd)
 {
 	struct rlimit rl = { demo_regcached_memlock, demo_regcached_memlock };
 	struct result res = { 0 };
+	bool lock_cap = demo_regcached_lock_cap();
 
 	setenv("REGCACHE_SOCKET", sock_path, 1);
 	if (!demo_opt.sizes_given)
 		demo_opt.nsizes = demo_fit_nsizes(demo_regcached_memlock);
-	/* Leaving uid 0 for good clears every capability set. */
-	if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) ||
+	/* Leaving uid 0 for good clears every capability set, unless
+	 * PR_SET_KEEPCAPS keeps the permitted one for keep_only_ipc_lock(). */
+	if ((!lock_cap && setrlimit(RLIMIT_MEMLOCK, &rl)) ||
+	    (lock_cap && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)) ||
+	    setgroups(0, NULL) ||
 	    setresgid(CLIENT_ID, CLIENT_ID, CLIENT_ID) ||
 	    setresuid(CLIENT_ID, CLIENT_ID, CLIENT_ID) ||
+	    (lock_cap && keep_only_ipc_lock()) ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
 		res.status = -errno;
 		snprintf(res.info, sizeof(res.info),
