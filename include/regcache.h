@@ -232,7 +232,8 @@ void regcache_destroy(struct regcache *cache);
  * Return: 0; -EINVAL for a NULL pointer, zero length or a range that wraps
  * around the address space; -E2BIG, at once and evicting nothing, when the
  * range (whole pages) is larger than the whole pinned-memory budget (see
- * struct regcache_params); otherwise the registrar's error, e.g. -EFAULT for
+ * struct regcache_params) or than 16 TiB, the most one region describes;
+ * otherwise the registrar's error, e.g. -EFAULT for
  * unmapped memory or write access to read-only memory, -ENOMEM/-ENOSPC when
  * it is out of resources even after evicting every idle region.
  * Context: thread-safe. A hit takes no shared lock and does not block. A miss

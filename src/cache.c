@@ -256,7 +256,9 @@ static rc_noinline void claim_if_unused(struct regcache *c,
 /* After dropping a reference: the last one of a dead region claims it. */
 static inline void after_put(struct regcache *c, struct rc_region *r)
 {
-	uint32_t seq = rc_load_relaxed(&r->seq);
+	/* Acquire: claim_if_unused() reads the kill ticket written before
+	 * seq went DEAD, and must not see an older one. */
+	uint32_t seq = rc_load_acquire(&r->seq);
 
 	if (rc_unlikely(rc_seq_state(seq) == RC_SEQ_DEAD))
 		claim_if_unused(c, r, seq);

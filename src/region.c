@@ -319,7 +319,9 @@ int rc_region_pool_init(struct rc_region_pool *pool, size_t max_regions)
 	/* Room for dead and pass-through regions beyond the live ones, which
 	 * callers may hold in any number: 4x max_regions, at least 2^20. */
 	size_t want = max_regions < ((size_t)1 << 18) ? (size_t)1 << 20
-						      : max_regions * 4;
+			: max_regions > (size_t)RC_POOL_MAX_SLABS * RC_SLAB_REGIONS
+			? (size_t)RC_POOL_MAX_SLABS * RC_SLAB_REGIONS
+			: max_regions * 4;	/* no overflow: bounded above */
 	size_t cap = 1 + (want + RC_SLAB_REGIONS - 1) / RC_SLAB_REGIONS;
 
 	pthread_once(&slots_once, slots_init);

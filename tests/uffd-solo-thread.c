@@ -9,11 +9,15 @@
  * list and kept the probe. Then the main thread's own munmap while it is
  * alone: its next get of the address must miss (the shortcut relies on
  * it); and the same with perf_event_open refused by seccomp, where the
- * monitor must start all the same. The probe's negative control (stale
- * gets without it) is in monitor-race@userfaultfd.
+ * monitor must start all the same. Last, the application disables its
+ * perf events (prctl PR_TASK_PERF_EVENTS_DISABLE) while alone and then
+ * makes a thread that unmaps: the event that sees the thread must not be
+ * one that prctl reaches. The probe's negative control (stale gets
+ * without it) is in monitor-race@userfaultfd.
  */
 #include <pthread.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -159,6 +163,27 @@ int main(void)
 		t_monitor_require();
 		for (int i = 0; i < 10; i++)
 			T_EXPECT_EQ(false, own_unmap_hits());
+		regcache_destroy(cache);
+		_exit(t_exit_status());
+	}
+	T_REQUIRE(waitpid(pid, &status, 0) == pid);
+	T_EXPECT_EQ(1, WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	/* Alone when the monitor starts, then prctl(PR_TASK_PERF_EVENTS_
+	 * DISABLE) (it disables every perf event the calling thread owns),
+	 * then a thread that unmaps. */
+	pid = fork();
+	T_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		t_ring_init(&ring);
+		cache = t_uring_cache(&ring, 0, 0, 0);
+		t_monitor_require();
+		T_REQUIRE(prctl(PR_TASK_PERF_EVENTS_DISABLE, 0, 0, 0, 0) == 0);
+		T_REQUIRE(pthread_create(&a, NULL, unmapper, NULL) == 0);
+		atomic_store(&go, 1);
+		T_EXPECT_EQ(0, race(T_SCALE(5000)));
+		atomic_store(&stop, 1);
+		pthread_join(a, NULL);
 		regcache_destroy(cache);
 		_exit(t_exit_status());
 	}

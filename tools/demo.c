@@ -416,7 +416,7 @@ static void print_ratios(const struct result *res, const bool *ran)
 		    !strcmp(demo_modes[i].monitor, "none") ||
 		    (demo_mode_regcached(&demo_modes[i]) &&
 		     !demo_opt.sizes_given &&
-		     demo_fit_nsizes(demo_regcached_memlock) != demo_opt.nsizes) ||
+		     demo_fit_nsizes(demo_regcached_client_memlock()) != demo_opt.nsizes) ||
 		    (naive < 0 && nocache < 0))
 			continue;
 		/* Ratios within a round (the modes ran back to back), then
@@ -691,16 +691,16 @@ int main(int argc, char **argv)
 			if (demo_regcached_lock_cap())
 				snprintf(lim, sizeof(lim), "CAP_IPC_LOCK alone (this "
 					 "root cannot raise\n  RLIMIT_MEMLOCK)");
-			else if (demo_regcached_memlock != RLIM_INFINITY)
+			else if (demo_regcached_client_memlock() != RLIM_INFINITY)
 				snprintf(lim, sizeof(lim), "RLIMIT_MEMLOCK %llu KiB",
-					 demo_regcached_memlock >> 10);
+					 demo_regcached_client_memlock() >> 10);
 			printf("  %s: a private regcached, started\n"
 			       "  by the demo for each run, serves a client, uid "
 			       "65534, without CAP_BPF,\n  with %s, "
 			       "on the workload such a user gets: buffer sizes\n ",
 			       demo_modes[i].label, lim);
 			print_sizes(demo_opt.sizes_given ? demo_opt.nsizes :
-				    demo_fit_nsizes(demo_regcached_memlock));
+				    demo_fit_nsizes(demo_regcached_client_memlock()));
 			printf(".\n\n");
 		} else if (demo_modes[i].kind == K_REGCACHE &&
 		    !monitor_available(demo_modes[i].monitor, why, sizeof(why))) {

@@ -159,6 +159,9 @@ extern unsigned long long demo_regcached_memlock;
 /* Whether the regcached row's client gets CAP_IPC_LOCK in place of an
  * unlimited RLIMIT_MEMLOCK (this process cannot raise the limit). */
 bool demo_regcached_lock_cap(void);
+/* The RLIMIT_MEMLOCK that client runs with (RLIM_INFINITY with
+ * CAP_IPC_LOCK): --regcached-memlock, or the most this process can give. */
+unsigned long long demo_regcached_client_memlock(void);
 /* Whether this process has capability @cap in its effective set. */
 bool demo_has_cap(int cap);
 

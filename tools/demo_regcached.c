@@ -245,21 +245,42 @@ void demo_regcached_stop(struct result *res)
 		fail(res, -ECHILD, "regcached stopped with an error", status);
 }
 
-/*
- * A root that lacks CAP_SYS_RESOURCE (some containers and sandboxes) cannot
- * raise RLIMIT_MEMLOCK above its own hard limit. For an unlimited client
- * the row then keeps CAP_IPC_LOCK alone instead, which lets the client pin
- * as much as an unlimited RLIMIT_MEMLOCK would (neither regcache's budget
- * nor the kernel's accounting limits it) and grants nothing else: no
- * CAP_BPF, so the client still cannot load a monitor of its own.
- */
-bool demo_regcached_lock_cap(void)
+/* Whether this process may set RLIMIT_MEMLOCK as high as it likes. */
+static bool can_raise_memlock(void)
 {
 	struct rlimit rl;
 
-	return demo_regcached_memlock == RLIM_INFINITY &&
-	       !demo_has_cap(CAP_SYS_RESOURCE) &&
-	       !getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_max != RLIM_INFINITY;
+	return demo_has_cap(CAP_SYS_RESOURCE) ||
+	       (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_max == RLIM_INFINITY);
+}
+
+/*
+ * A root that lacks CAP_SYS_RESOURCE (some containers and sandboxes) cannot
+ * raise RLIMIT_MEMLOCK above its own hard limit. For an unlimited client
+ * the row then keeps CAP_IPC_LOCK alone instead, where root has it, which
+ * lets the client pin as much as an unlimited RLIMIT_MEMLOCK would (neither
+ * regcache's budget nor the kernel's accounting limits it) and grants
+ * nothing else: no CAP_BPF, so the client still cannot load a monitor of
+ * its own.
+ */
+bool demo_regcached_lock_cap(void)
+{
+	return demo_regcached_memlock == RLIM_INFINITY && !can_raise_memlock() &&
+	       demo_has_cap(CAP_IPC_LOCK);
+}
+
+unsigned long long demo_regcached_client_memlock(void)
+{
+	struct rlimit rl;
+
+	if (demo_regcached_lock_cap())
+		return RLIM_INFINITY;
+	/* Neither: the most this root can give, and the workload fitted to
+	 * it. */
+	if (!can_raise_memlock() && !getrlimit(RLIMIT_MEMLOCK, &rl) &&
+	    demo_regcached_memlock > rl.rlim_max)
+		return rl.rlim_max;
+	return demo_regcached_memlock;
 }
 
 /* After setresuid() away from 0 with PR_SET_KEEPCAPS: CAP_IPC_LOCK only,
@@ -281,13 +302,14 @@ static int keep_only_ipc_lock(void)
 
 void demo_regcached_child(const struct mode *m, int fd)
 {
-	struct rlimit rl = { demo_regcached_memlock, demo_regcached_memlock };
+	unsigned long long memlock = demo_regcached_client_memlock();
+	struct rlimit rl = { memlock, memlock };
 	struct result res = { 0 };
 	bool lock_cap = demo_regcached_lock_cap();
 
 	setenv("REGCACHE_SOCKET", sock_path, 1);
 	if (!demo_opt.sizes_given)
-		demo_opt.nsizes = demo_fit_nsizes(demo_regcached_memlock);
+		demo_opt.nsizes = demo_fit_nsizes(memlock);
 	/* Leaving uid 0 for good clears every capability set, unless
 	 * PR_SET_KEEPCAPS keeps the permitted one for keep_only_ipc_lock(). */
 	if ((!lock_cap && setrlimit(RLIMIT_MEMLOCK, &rl)) ||

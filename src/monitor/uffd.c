@@ -94,7 +94,10 @@ static struct uffd_backend {
 	_Atomic bool solo;		/* hits of solo_thread may skip the
 					   probe; only ever turned off */
 	pthread_t solo_thread;
-	int solo_fd;			/* perf event on solo_thread, or -1 */
+	int solo_fd;			/* perf event on solo_thread, opened
+					   by the monitor thread; -1 once
+					   mapped or refused */
+	pid_t solo_tid;			/* the starting thread's */
 	const struct perf_event_mmap_page *solo_ring;
 	uint64_t solo_head;		/* solo_thread's only: records seen */
 	pid_t thread_tid;		/* the monitor thread's */
@@ -150,6 +153,7 @@ static void register_atfork(void)
 static void batch_begin(void);
 static void batch_end(void);
 static void solo_stop(bool child);
+static int solo_open_event(pid_t tid);
 
 struct deferred {
 	uintptr_t start[RC_UFFD_DEFERRED], end[RC_UFFD_DEFERRED];
@@ -390,9 +394,16 @@ static void follow_app_cpu(void)
 		CPU_ZERO(&set);
 		CPU_SET(cpu, &set);
 	}
-	if (sched_setaffinity(0, sizeof(set), &set))
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		/* Never stay pinned to the CPU followed before: back to the
+		 * CPUs the thread started with (which may fail too, if the
+		 * cpuset changed; then the kernel's own choice stands). */
 		rc_debug("userfaultfd monitor: cannot follow to CPU %d: %s",
 			 cpu, strerror(errno));
+		if (cpu != RC_UFFD_CPU_ANY)
+			sched_setaffinity(0, sizeof(uffd.thread_cpus),
+					  &uffd.thread_cpus);
+	}
 }
 
 /* Under uffd.lock (watch/unwatch): the CPU the monitor thread follows.
@@ -427,6 +438,7 @@ static void *monitor_thread(void *arg)
 	uffd.thread_tid = (pid_t)syscall(SYS_gettid);
 	if (sched_getaffinity(0, sizeof(uffd.thread_cpus), &uffd.thread_cpus))
 		uffd.follow_cpu = false;	/* nothing to go back to */
+	uffd.solo_fd = solo_open_event(uffd.solo_tid);
 	/* Release: start() returns only after this, so that whatever the C
 	 * runtime or a sanitizer maps for a new thread is mapped before the
 	 * application can unmap and expect to reuse an address. */
@@ -770,7 +782,7 @@ static int uffd_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 	pthread_mutex_lock(&uffd.lock);
 	note_app_cpu();
 	/* Off for good: nobody reads the ring any more (solo_off()). */
-	if (uffd.solo_fd >= 0 && !rc_load_acquire(&uffd.solo))
+	if (uffd.solo_ring && !rc_load_acquire(&uffd.solo))
 		solo_stop(false);
 	while (addr < end) {
 		struct rc_procmap_query q;
@@ -897,8 +909,15 @@ static void uffd_unwatch(struct rc_monitor *mon, uintptr_t start,
  * Not covered: a process that shares our memory without being a thread
  * (clone(CLONE_VM) without CLONE_THREAD) and was created *before* the
  * monitor started: it is not in /proc/self/task, and its creation predates
- * the ring. REGCACHE_UFFD_ALWAYS_PROBE=1 keeps the probe on every hit for
- * such a program. The shortcut also needs perf_event_open() for our own
+ * the ring; and an io_uring SQPOLL ring of ours whose submission queue
+ * another process also maps (a child forked before the monitor started,
+ * or one that received the ring's fd): its SQPOLL thread is one of our
+ * io_uring workers and runs that process's IORING_OP_MADVISE in our
+ * memory. REGCACHE_UFFD_ALWAYS_PROBE=1 keeps the probe on every hit for
+ * such a program. The event is owned by the monitor thread, not T, so
+ * T's prctl(PR_TASK_PERF_EVENTS_DISABLE) cannot silence it. Any child
+ * process, even one with its own memory (fork(), system()), turns the
+ * shortcut off for good. The shortcut also needs perf_event_open() for our own
  * thread (kernel.perf_event_paranoid <= 2, or CAP_PERFMON); where it is
  * refused (Debian's default of 3 for an ordinary user, a seccomp filter),
  * every hit probes.
@@ -1026,9 +1045,14 @@ static bool only_us_in_task_list(void)
 	return alone;
 }
 
-/* After the monitor thread started (its own FORK record is not ours to
- * see): the perf event first, then the task list (steps 1 and 2). */
-static void solo_start(void)
+/*
+ * In the monitor thread, before start() goes on: a perf event on the
+ * starting thread @tid, or -1. The monitor thread opens it so that it, not
+ * the application's thread, owns the event: prctl(PR_TASK_PERF_EVENTS_DISABLE)
+ * disables the events the calling thread owns, and a disabled event would
+ * record no clone() while the ring head stays still (step 2).
+ */
+static int solo_open_event(pid_t tid)
 {
 	struct perf_event_attr a = {
 		.size = sizeof(a),
@@ -1038,26 +1062,36 @@ static void solo_start(void)
 		.exclude_kernel = 1,	/* perf_event_paranoid 2 allows this */
 		.exclude_hv = 1,
 	};
+
+	if (getenv("REGCACHE_UFFD_ALWAYS_PROBE"))
+		return -1;
+	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1,
+			    PERF_FLAG_FD_CLOEXEC);
+}
+
+/* After the monitor thread started (its own FORK record is not ours to
+ * see) and opened the event: the ring first, then the task list (steps 1
+ * and 2). The fd is closed once the ring is mapped (the mapping keeps the
+ * event), so no fork or close_range() of the application can touch it. */
+static void solo_start(void)
+{
+	int fd = uffd.solo_fd;
 	void *ring;
 
 	uffd.solo_fd = -1;
 	uffd.solo_ring = NULL;
-	if (getenv("REGCACHE_UFFD_ALWAYS_PROBE"))
-		return;
-	uffd.solo_fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1,
-				    PERF_FLAG_FD_CLOEXEC);
-	if (uffd.solo_fd < 0) {
-		rc_debug("userfaultfd monitor: perf_event_open: %s: every hit "
-			 "probes", strerror(errno));
+	if (fd < 0) {
+		if (!getenv("REGCACHE_UFFD_ALWAYS_PROBE"))
+			rc_debug("userfaultfd monitor: perf_event_open refused: "
+				 "every hit probes");
 		return;
 	}
 	/* Read-only: overwrite mode, data_head moves for every record. */
-	ring = mmap(NULL, 2 * uffd.page, PROT_READ, MAP_SHARED, uffd.solo_fd, 0);
+	ring = mmap(NULL, 2 * uffd.page, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
 	if (ring == MAP_FAILED) {
 		rc_debug("userfaultfd monitor: mmap of the perf ring: %s: every "
 			 "hit probes", strerror(errno));
-		close(uffd.solo_fd);
-		uffd.solo_fd = -1;
 		return;
 	}
 	uffd.solo_ring = ring;
@@ -1085,9 +1119,6 @@ static void solo_stop(bool child)
 	if (uffd.solo_ring && !child)
 		munmap((void *)uffd.solo_ring, 2 * uffd.page);
 	uffd.solo_ring = NULL;
-	if (uffd.solo_fd >= 0)
-		close(uffd.solo_fd);
-	uffd.solo_fd = -1;
 }
 
 /*
@@ -1309,6 +1340,8 @@ static int uffd_start(struct rc_monitor *mon)
 	atomic_store_explicit(&uffd.app_cpu, -1, memory_order_relaxed);
 	uffd.follow_cpu = !getenv("REGCACHE_UFFD_NO_FOLLOW_CPU");
 	uffd.pinned_cpu = -1;
+	uffd.solo_tid = (pid_t)syscall(SYS_gettid);
+	uffd.solo_fd = -1;
 	uffd.unreg_gen = 0;
 	/* Signals go to the application's threads, never to ours. */
 	sigfillset(&all);
