@@ -433,12 +433,16 @@ static void *monitor_thread(void *arg)
 {
 	struct rc_monitor *mon = arg;
 	struct deferred d = { .n = 0 };
-	bool own = own_file_table();
+	bool own;
+
+	/* In the process's file table, before own_file_table() gives this
+	 * thread a table of its own: the starting thread maps it. */
+	uffd.solo_fd = solo_open_event(uffd.solo_tid);
+	own = own_file_table();
 
 	uffd.thread_tid = (pid_t)syscall(SYS_gettid);
 	if (sched_getaffinity(0, sizeof(uffd.thread_cpus), &uffd.thread_cpus))
 		uffd.follow_cpu = false;	/* nothing to go back to */
-	uffd.solo_fd = solo_open_event(uffd.solo_tid);
 	/* Release: start() returns only after this, so that whatever the C
 	 * runtime or a sanitizer maps for a new thread is mapped before the
 	 * application can unmap and expect to reuse an address. */
