@@ -19,7 +19,6 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 
 #include "helpers.h"
 
@@ -48,7 +47,7 @@ static void *unmapper(void *arg)
 }
 
 /* Reuses of addresses that A unmapped; returns the stale gets. */
-static long race(long want)
+static long race(const char *who, long want)
 {
 	long reuses = 0, stale = 0, dma_checked = 0;
 	struct regcache_stats st, st2;
@@ -89,9 +88,8 @@ static long race(long want)
 		regcache_invalidate(cache, y, LEN);
 		T_REQUIRE(munmap(y, LEN) == 0);
 	}
-	printf("thread created before the monitor: %ld reuses of an address "
-	       "it unmapped, %ld checked with DMA, %ld stale\n", reuses,
-	       dma_checked, stale);
+	printf("%s: %ld reuses of an address it unmapped, %ld checked with "
+	       "DMA, %ld stale\n", who, reuses, dma_checked, stale);
 	return stale;
 }
 
@@ -128,78 +126,92 @@ static bool own_unmap_hits(void)
 	return hit;
 }
 
-int main(void)
+static void start_cache(void)
 {
-	pthread_t a;
-
-	t_monitor_only("userfaultfd");
-	/* The single-thread case first, in a child where the main thread is
-	 * the only thread when the monitor starts. */
-	pid_t pid = fork();
-	int status;
-
-	T_REQUIRE(pid >= 0);
-	if (pid == 0) {
-		t_ring_init(&ring);
-		cache = t_uring_cache(&ring, 0, 0, 0);
-		t_monitor_require();
-		for (int i = 0; i < 100; i++)
-			T_EXPECT_EQ(false, own_unmap_hits());
-		regcache_destroy(cache);
-		_exit(t_exit_status());
-	}
-	T_REQUIRE(waitpid(pid, &status, 0) == pid);
-	T_EXPECT_EQ(1, WIFEXITED(status) && WEXITSTATUS(status) == 0);
-
-	/* perf_event_open refused (Debian's perf_event_paranoid=3 for an
-	 * ordinary user, a container's seccomp profile): the monitor starts
-	 * all the same, and every hit probes. */
-	pid = fork();
-	T_REQUIRE(pid >= 0);
-	if (pid == 0) {
-		T_REQUIRE(t_seccomp_deny(SYS_perf_event_open, EACCES) == 0);
-		t_ring_init(&ring);
-		cache = t_uring_cache(&ring, 0, 0, 0);
-		t_monitor_require();
-		for (int i = 0; i < 10; i++)
-			T_EXPECT_EQ(false, own_unmap_hits());
-		regcache_destroy(cache);
-		_exit(t_exit_status());
-	}
-	T_REQUIRE(waitpid(pid, &status, 0) == pid);
-	T_EXPECT_EQ(1, WIFEXITED(status) && WEXITSTATUS(status) == 0);
-
-	/* Alone when the monitor starts, then prctl(PR_TASK_PERF_EVENTS_
-	 * DISABLE) (it disables every perf event the calling thread owns),
-	 * then a thread that unmaps. */
-	pid = fork();
-	T_REQUIRE(pid >= 0);
-	if (pid == 0) {
-		t_ring_init(&ring);
-		cache = t_uring_cache(&ring, 0, 0, 0);
-		t_monitor_require();
-		T_REQUIRE(prctl(PR_TASK_PERF_EVENTS_DISABLE, 0, 0, 0, 0) == 0);
-		T_REQUIRE(pthread_create(&a, NULL, unmapper, NULL) == 0);
-		atomic_store(&go, 1);
-		T_EXPECT_EQ(0, race(T_SCALE(5000)));
-		atomic_store(&stop, 1);
-		pthread_join(a, NULL);
-		regcache_destroy(cache);
-		_exit(t_exit_status());
-	}
-	T_REQUIRE(waitpid(pid, &status, 0) == pid);
-	T_EXPECT_EQ(1, WIFEXITED(status) && WEXITSTATUS(status) == 0);
-
-	/* A exists before the first cache starts the monitor. */
-	T_REQUIRE(pthread_create(&a, NULL, unmapper, NULL) == 0);
 	t_ring_init(&ring);
 	cache = t_uring_cache(&ring, 0, 0, 0);
 	t_monitor_require();
+}
+
+/* A thread that unmaps what the main thread caches, @reuses times; the
+ * stale gets. */
+static long race_with_thread(long reuses)
+{
+	pthread_t a;
+	long stale;
+
+	T_REQUIRE(pthread_create(&a, NULL, unmapper, NULL) == 0);
 	atomic_store(&go, 1);
-	T_EXPECT_EQ(0, race(T_SCALE(20000)));
+	stale = race("thread created after prctl", reuses);
 	atomic_store(&stop, 1);
 	pthread_join(a, NULL);
+	return stale;
+}
+
+struct alone {
+	bool deny_perf;	/* perf_event_open refused by seccomp */
+	int rounds;
+};
+
+/* In a child whose main thread is alone when the monitor starts: its own
+ * munmaps must miss. */
+static int alone_case(const void *arg)
+{
+	const struct alone *c = arg;
+
+	if (c->deny_perf)
+		T_REQUIRE(t_seccomp_deny(SYS_perf_event_open, EACCES) == 0);
+	start_cache();
+	for (int i = 0; i < c->rounds; i++)
+		T_EXPECT_EQ(false, own_unmap_hits());
+	regcache_destroy(cache);
+	return t_exit_status();
+}
+
+/* Alone when the monitor starts, then prctl(PR_TASK_PERF_EVENTS_DISABLE)
+ * (it disables every perf event the calling thread owns), then a thread
+ * that unmaps: its unmaps must still be seen. */
+static int prctl_case(const void *arg)
+{
+	(void)arg;
+	start_cache();
+	T_REQUIRE(prctl(PR_TASK_PERF_EVENTS_DISABLE, 0, 0, 0, 0) == 0);
+	T_EXPECT_EQ(0, race_with_thread(T_SCALE(5000)));
+	regcache_destroy(cache);
+	return t_exit_status();
+}
+
+int main(void)
+{
+	struct t_child_cases k = { 0 };
+	int cases;
+
+	t_monitor_only("userfaultfd");
+	t_child_case(&k, "alone: its own munmaps miss", alone_case,
+		     &(struct alone){ .rounds = 100 });
+	/* Debian's perf_event_paranoid=3 for an ordinary user, a
+	 * container's seccomp profile: the monitor starts all the same, and
+	 * every hit probes. */
+	t_child_case(&k, "perf_event_open refused", alone_case,
+		     &(struct alone){ .deny_perf = true, .rounds = 10 });
+	t_child_case(&k, "perf events disabled by the application, then a "
+		     "thread", prctl_case, NULL);
+	cases = t_child_cases_status(&k);
+
+	/* The unmapping thread exists before the first cache starts the
+	 * monitor. */
+	{
+		pthread_t a;
+
+		T_REQUIRE(pthread_create(&a, NULL, unmapper, NULL) == 0);
+		start_cache();
+		atomic_store(&go, 1);
+		T_EXPECT_EQ(0, race("thread created before the monitor",
+				    T_SCALE(20000)));
+		atomic_store(&stop, 1);
+		pthread_join(a, NULL);
+	}
 	regcache_destroy(cache);
 	io_uring_queue_exit(&ring);
-	return t_exit_status();
+	return cases ? cases : t_exit_status();
 }
