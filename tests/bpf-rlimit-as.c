@@ -19,20 +19,6 @@
 
 #define HEADROOM (1L << 20)	/* bytes of address space left to grow */
 
-static long vm_size(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long kib = 0;
-
-	T_REQUIRE(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmSize: %ld", &kib) == 1)
-			break;
-	fclose(f);
-	return kib * 1024;
-}
-
 static int child(int logfd)
 {
 	struct io_uring ring;
@@ -47,7 +33,7 @@ static int child(int logfd)
 	t_ring_init(&ring);
 	buf = t_map(1 << 16);
 	T_REQUIRE(dup2(logfd, 2) == 2);
-	lim.rlim_cur = lim.rlim_max = (rlim_t)(vm_size() + HEADROOM);
+	lim.rlim_cur = lim.rlim_max = (rlim_t)(t_vm_size() + HEADROOM);
 	T_REQUIRE(setrlimit(RLIMIT_AS, &lim) == 0);
 	ret = regcache_uring_create(&ring, &(struct regcache_params){ 0 }, &c);
 	if (ret) {

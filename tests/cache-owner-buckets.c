@@ -35,22 +35,6 @@ static void null_dereg(void *ctx, void *handle)
 
 static const struct regcache_ops ops = { .reg = null_reg, .dereg = null_dereg };
 
-/* The process's address space, in bytes. */
-static size_t vm_size(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	size_t kib = 0;
-
-	T_REQUIRE(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmSize: %zu", &kib) == 1)
-			break;
-	fclose(f);
-	T_REQUIRE(kib);
-	return kib * 1024;
-}
-
 static void rounds(char *b, int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -101,11 +85,11 @@ int main(void)
 		T_REQUIRE(!pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)i));
 	pthread_barrier_wait(&bar);
 	mid = mallinfo2().uordblks;
-	vm_mid = vm_size();
+	vm_mid = t_vm_size();
 	pthread_barrier_wait(&bar);
 	pthread_barrier_wait(&bar);
 	end = mallinfo2().uordblks;
-	vm_end = vm_size();
+	vm_end = t_vm_size();
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
 	fprintf(stderr, "heap in use after half the rounds: %zu, after all: %zu "

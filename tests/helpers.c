@@ -249,6 +249,21 @@ long t_vma_count(void)
 	return n;
 }
 
+size_t t_vm_size(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	size_t kib = 0;
+
+	T_REQUIRE(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmSize: %zu", &kib) == 1)
+			break;
+	fclose(f);
+	T_REQUIRE(kib);
+	return kib * 1024;
+}
+
 void *t_map(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -256,6 +271,19 @@ void *t_map(size_t len)
 
 	T_REQUIRE(p != MAP_FAILED);
 	return p;
+}
+
+char *t_map_until(void *want, size_t len)
+{
+	for (long spins = 0; spins < 1000000; spins++) {
+		char *y = t_map(len);
+
+		if (y == want)
+			return y;
+		T_REQUIRE(munmap(y, len) == 0);
+	}
+	fprintf(stderr, "%p never came back\n", want);
+	exit(T_EXIT_FAIL);
 }
 
 double t_now(void)

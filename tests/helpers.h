@@ -145,8 +145,16 @@ bool t_prep_read_visible(struct io_uring *ring, struct regcache *c, void *buf,
 /* Number of lines in /proc/self/maps (the VMA count). */
 long t_vma_count(void);
 
+/* The process's address space (VmSize of /proc/self/status), in bytes. */
+size_t t_vm_size(void);
+
 /* Page-aligned anonymous mapping; exits FAIL on error. */
 void *t_map(size_t len);
+
+/* mmap(NULL, @len) until the kernel hands back @want, which another thread
+ * is unmapping: every other address is given back at once. Exits FAIL
+ * after 1000000 tries. Returns @want, mapped. */
+char *t_map_until(void *want, size_t len);
 
 /* Seconds on CLOCK_MONOTONIC: for deadlines and elapsed times. */
 double t_now(void);

@@ -55,27 +55,14 @@ static long race(long want, bool verbose)
 	T_REQUIRE(pthread_create(&a, NULL, unmapper, NULL) == 0);
 	while (reuses < want) {
 		char *x = t_map(LEN), *y;
-		long spins = 0;
 
 		x[0] = 1;
 		T_REQUIRE(regcache_get(cache, x, LEN, 0, &r) == 0);
 		regcache_put(cache, r);
 		/* X is cached and idle; let A unmap it while we race. */
 		atomic_store(&victim, x);
-		for (;;) {
-			y = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			T_REQUIRE(y != MAP_FAILED);
-			if (y == x)
-				break;
-			/* Not X yet (A has not unmapped it): give it back
-			 * and retry, as fast as possible. */
-			T_REQUIRE(munmap(y, LEN) == 0);
-			if (++spins > 1000000) {
-				fprintf(stderr, "X never came back\n");
-				exit(T_EXIT_FAIL);
-			}
-		}
+		/* Map until X comes back, as fast as possible. */
+		y = t_map_until(x, LEN);
 		reuses++;
 		regcache_get_stats(cache, &st);
 		T_REQUIRE(regcache_get(cache, y, LEN, 0, &r) == 0);

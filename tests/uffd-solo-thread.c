@@ -55,24 +55,12 @@ static long race(const char *who, long want)
 
 	while (reuses < want) {
 		char *x = t_map(LEN), *y;
-		long spins = 0;
 
 		x[0] = 1;
 		T_REQUIRE(regcache_get(cache, x, LEN, 0, &r) == 0);
 		regcache_put(cache, r);
 		atomic_store(&victim, x);
-		for (;;) {
-			y = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			T_REQUIRE(y != MAP_FAILED);
-			if (y == x)
-				break;
-			T_REQUIRE(munmap(y, LEN) == 0);
-			if (++spins > 1000000) {
-				fprintf(stderr, "X never came back\n");
-				exit(T_EXIT_FAIL);
-			}
-		}
+		y = t_map_until(x, LEN);
 		reuses++;
 		regcache_get_stats(cache, &st);
 		T_REQUIRE(regcache_get(cache, y, LEN, 0, &r) == 0);

@@ -235,6 +235,19 @@ static void target(const char *text, double measured, double limit,
 	snprintf(t->detail, sizeof(t->detail), "%s", detail);
 }
 
+/* A userfaultfd hit (@hit_key) against getppid() in the same child
+ * (@getppid_key): at most 1.5x. */
+static void uffd_hit_target(const char *text, const char *hit_key,
+			    const char *getppid_key)
+{
+	double hit = val(hit_key, "userfaultfd");
+	double getppid = val(getppid_key, "userfaultfd");
+	char d[160];
+
+	snprintf(d, sizeof(d), "%.1f ns vs getppid %.1f ns", hit, getppid);
+	target(text, hit / getppid, 1.5, true, d);
+}
+
 static void compute_targets(void)
 {
 	char d[160];
@@ -278,18 +291,10 @@ static void compute_targets(void)
 	target("miss overhead <= UCX's (null device)", mn / un, 1, true, d);
 	snprintf(d, sizeof(d), "%.0f vs UCX %.0f ns", mf, uf);
 	target("miss while filling to 1M <= UCX's", mf / uf, 1, true, d);
-	snprintf(d, sizeof(d), "%.1f ns vs getppid %.1f ns",
-		 val("mon_hit_1t_same", "userfaultfd"),
-		 val("mon_getppid", "userfaultfd"));
-	target("userfaultfd hit <= 1.5x getppid()",
-	       val("mon_hit_1t_same", "userfaultfd") /
-		       val("mon_getppid", "userfaultfd"), 1.5, true, d);
-	snprintf(d, sizeof(d), "%.1f ns vs getppid %.1f ns",
-		 val("mon_hit_mt_same", "userfaultfd"),
-		 val("mon_getppid_mt", "userfaultfd"));
-	target("  ... in a process with a second thread",
-	       val("mon_hit_mt_same", "userfaultfd") /
-		       val("mon_getppid_mt", "userfaultfd"), 1.5, true, d);
+	uffd_hit_target("userfaultfd hit <= 1.5x getppid()",
+			"mon_hit_1t_same", "mon_getppid");
+	uffd_hit_target("  ... in a process with a second thread",
+			"mon_hit_mt_same", "mon_getppid_mt");
 }
 
 static void print_table(const char *machine, const char **errors, int nerr)

@@ -543,6 +543,7 @@ static void group_monitor(const char *who)
 	char *area;
 	double same[MAX_REPS], distinct[MAX_REPS], nop[MAX_REPS];
 	long n = scaled(1000000);
+	int ret;
 
 	pin_cpu(0);
 	if (!strcmp(who, "baseline")) {
@@ -578,8 +579,10 @@ static void group_monitor(const char *who)
 		int fds[2];
 		pthread_t idle;
 
-		if (pipe(fds) || pthread_create(&idle, NULL, idle_thread, &fds[0]))
-			die("idle thread", errno);
+		if (pipe(fds))
+			die("pipe", errno);
+		if ((ret = pthread_create(&idle, NULL, idle_thread, &fds[0])))
+			die("idle thread", ret);
 		for (int rep = 0; rep < bench_opt.reps; rep++) {
 			same[rep] = hit_loop(&c, area, 1, 2, n);
 			nop[rep] = getppid_loop(n);
