@@ -1077,6 +1077,7 @@ int rc_cache_create(const struct regcache_params *params,
 		    struct regcache **cache)
 {
 	struct regcache *c;
+	struct rc_region *r;
 	int ret;
 
 	if (!page_size)
@@ -1114,6 +1115,16 @@ int rc_cache_create(const struct regcache_params *params,
 	ret = rc_index_init(&c->index, c->max_regions, &c->pool.table);
 	if (ret)
 		goto err_pool;
+	/* The first slab of regions now, not at the first miss: a miss of a
+	 * small cache then maps nothing of ours, so an address the caller
+	 * has just unmapped cannot come back as our memory before the
+	 * registrar looks at it. */
+	r = region_alloc(c);
+	if (!r) {
+		ret = -ENOMEM;
+		goto err_index;
+	}
+	region_free(c, r);
 	ret = rc_monitor_acquire();
 	if (ret)
 		goto err_index;
