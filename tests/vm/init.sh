@@ -1,0 +1,67 @@
+#!/bin/sh
+# /init of the test guest (tests/vm/run.sh packs it with busybox and the
+# kernel's modules). It loads the modules, mounts the host's root (9p,
+# read-only, under a tmpfs overlay so that the guest can write anywhere
+# without touching the host) with the checkout read-write at its own path,
+# brings up lo and Soft-RoCE, runs /vmio/command.sh as root in that root,
+# writes its exit status to /vmio/status and powers off.
+export PATH=/bin
+
+# Anything that goes wrong here ends the guest; run.sh sees no status and
+# prints the console, where this line is.
+fail() {
+	echo "regcache-vm init: $*" >/dev/ttyS0
+	poweroff -f
+}
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+for m in $(cat /modules/order); do
+	insmod "/modules/$m" || fail "insmod $m failed"
+done
+
+p9="trans=virtio,version=9p2000.L,msize=524288"
+mkdir -p /vmio /lower /rw
+mount -t 9p -o "$p9" vmio /vmio || fail "cannot mount the vmio share"
+cut -d' ' -f1 /proc/uptime >/vmio/booted
+. /vmio/guest.conf
+
+# The host's root, read-only; its pages may be cached for the whole run.
+mount -t 9p -o "$p9,ro,cache=loose" hostroot /lower || fail "cannot mount the host's root"
+mount -t tmpfs -o mode=0755 tmpfs /rw
+mkdir -p /rw/upper /rw/work
+if ! mount -t overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work overlay /host; then
+	echo "regcache-vm init: no overlay on 9p; the root stays read-only" >/dev/ttyS0
+	mount --bind /lower /host
+fi
+mount -t 9p -o "$p9" checkout "/host$checkout" || fail "cannot mount the checkout at $checkout"
+
+mount -t proc proc /host/proc
+mount -t sysfs sysfs /host/sys
+mount -t devtmpfs devtmpfs /host/dev
+mkdir -p /host/dev/pts /host/dev/shm
+mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /host/dev/pts
+mount -t tmpfs -o mode=1777 tmpfs /host/dev/shm
+for d in /tmp /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs "/host$d"; done
+mount -t tmpfs -o mode=0755 tmpfs /host/run
+mount -t tracefs tracefs /host/sys/kernel/tracing
+mount -t debugfs debugfs /host/sys/kernel/debug
+mount -t bpf bpf /host/sys/fs/bpf
+mount -t cgroup2 cgroup2 /host/sys/fs/cgroup
+# The guest kernel's modules, for modprobe inside (the host has its own).
+mkdir -p /host/lib/modules/"$kver" &&
+	mount --bind "/host$moddir" /host/lib/modules/"$kver"
+mkdir -p /host/run/regcache-vm && mount --bind /vmio /host/run/regcache-vm
+
+hostname "$(cat /host/etc/hostname 2>/dev/null || echo regcache-vm)"
+ip link set lo up || fail "cannot bring up lo"
+ip link set dummy0 up || fail "no dummy0"
+ip addr add 10.77.0.1/24 dev dummy0
+chroot /host rdma link add rxe0 type rxe netdev dummy0 >/dev/ttyS0 2>&1 ||
+	fail "rdma link add rxe0 failed (rdma_rxe loaded? crc32_generic?)"
+
+chroot /host /bin/sh /run/regcache-vm/command.sh </dev/null >/dev/ttyS1 2>&1
+echo $? >/vmio/status
+sync
+poweroff -f

@@ -1,0 +1,260 @@
+#!/bin/bash
+# Runs a command as root inside a QEMU guest on a stock distribution kernel
+# (Debian 12's 6.1 by default), with the host's root file system shared
+# read-only over 9p, the checkout shared read-write at the same path, `lo`
+# up and a Soft-RoCE device (rxe0 on dummy0) ready. Prints the command's
+# output and exits with its status. No image is built or downloaded: the
+# kernel is a Debian package, fetched with apt-get and unpacked, the
+# initramfs is busybox-static and the kernel's own modules.
+#
+# Usage: tests/vm/run.sh [options] -- COMMAND [ARG...]
+#   --kernel DEB|DIR|PACKAGE  a linux-image .deb, a directory it was unpacked
+#                    into (boot/vmlinuz-*, lib/modules/*), or a package name
+#                    for apt-get download (default: linux-image-amd64, that
+#                    is Debian 12's current 6.1; e.g.
+#                    linux-image-amd64/bookworm-backports for a newer one)
+#   --accel auto|kvm|tcg  auto (default) uses KVM where a KVM guest boots
+#                    on this host and TCG (software emulation) otherwise
+#   --cpus N (2)  --mem SIZE (2G)  --timeout SECONDS (1800)
+#   --env NAME=VALUE  set in the guest (REGCACHE_* is passed on already)
+#   --console        copy the kernel's console to stderr as it boots
+#
+# Exit status: the command's; 125 when the guest could not be started or
+# did not report a status (the reason and the kernel's last lines go to
+# stderr). REGCACHE_VM_CACHE (default ~/.cache/regcache-vm) holds the
+# downloaded kernels and the KVM probe's verdict.
+set -euo pipefail
+
+die() { echo "tests/vm/run.sh: $*" >&2; exit 125; }
+
+kernel=linux-image-amd64 accel=auto cpus=2 mem=2G timeout=1800 console=0
+guest_env=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel) kernel=$2; shift 2 ;;
+	--accel) accel=$2; shift 2 ;;
+	--cpus) cpus=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--env) guest_env+=("$2"); shift 2 ;;
+	--console) console=1; shift ;;
+	--) shift; break ;;
+	*) die "unknown option $1 (usage: run.sh [options] -- COMMAND...)" ;;
+	esac
+done
+[ $# -gt 0 ] || die "no command (usage: run.sh [options] -- COMMAND...)"
+case "$accel" in auto|kvm|tcg) ;; *) die "--accel auto|kvm|tcg, not $accel" ;; esac
+
+for tool in qemu-system-x86_64 busybox cpio depmod modprobe; do
+	command -v "$tool" >/dev/null ||
+		die "$tool is missing: apt-get install qemu-system-x86 busybox-static cpio kmod"
+done
+busybox_bin=$(command -v busybox)
+file -L "$busybox_bin" 2>/dev/null | grep -q 'statically linked' ||
+	die "$busybox_bin is not static: apt-get install busybox-static"
+
+checkout=$(cd "$(dirname "$0")/../.." && pwd -P)
+cache=${REGCACHE_VM_CACHE:-${HOME:-/root}/.cache/regcache-vm}
+mkdir -p "$cache"
+
+# --- the kernel: an unpacked linux-image package --------------------------
+unpack_deb() { # DEB -> prints the directory it was unpacked into
+	local deb=$1 dir
+	dir="$cache/kernels/$(basename "$deb" .deb)"
+	if [ ! -e "$dir/.unpacked" ]; then
+		rm -rf "$dir" && mkdir -p "$dir"
+		dpkg-deb -x "$deb" "$dir" || die "dpkg-deb -x $deb failed"
+		touch "$dir/.unpacked"
+	fi
+	echo "$dir"
+}
+if [ -f "$kernel" ]; then
+	kdir=$(unpack_deb "$(realpath "$kernel")")
+elif [ -d "$kernel" ]; then
+	kdir=$(realpath "$kernel")
+else
+	# A package name. linux-image-amd64 is a metapackage: follow it to the
+	# versioned image it depends on.
+	pkg=$kernel
+	if ! printf '%s' "${pkg%%/*}" | grep -q '^linux-image-[0-9]'; then
+		dep=$(apt-cache depends "$pkg" 2>/dev/null |
+			awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
+		[ -n "$dep" ] || die "apt-cache knows no linux-image package behind '$pkg' (apt-get update?)"
+		release=${pkg#*/}; [ "$release" = "$pkg" ] || dep="$dep/$release"
+		pkg=$dep
+	fi
+	mkdir -p "$cache/debs"
+	deb=$(ls "$cache/debs/${pkg%%/*}"_*.deb 2>/dev/null | head -n1 || true)
+	if [ -z "$deb" ]; then
+		(cd "$cache/debs" && apt-get download -q "$pkg" >&2 2>/dev/null) ||
+			(cd "$cache/debs" && apt-get download "$pkg" >&2) ||
+			die "apt-get download $pkg failed"
+		deb=$(ls "$cache/debs/${pkg%%/*}"_*.deb | head -n1)
+	fi
+	kdir=$(unpack_deb "$deb")
+fi
+vmlinuz=$(ls "$kdir"/boot/vmlinuz-* 2>/dev/null | head -n1 || true)
+[ -n "$vmlinuz" ] || die "no boot/vmlinuz-* in $kdir"
+kver=${vmlinuz##*/vmlinuz-}
+moddir=$kdir/lib/modules/$kver
+[ -d "$moddir" ] || die "no lib/modules/$kver in $kdir"
+if [ ! -e "$moddir/modules.dep" ] || [ "$moddir/modules.dep" -ot "$moddir/modules.order" ]; then
+	depmod -b "$kdir" "$kver" || die "depmod -b $kdir $kver failed"
+fi
+
+# --- the initramfs: busybox, the modules to reach the host root, /init ----
+# Modules in load order, dependencies first; built-in ones print nothing.
+modules_for() {
+	local m
+	for m in "$@"; do
+		modprobe -d "$kdir" -S "$kver" --show-depends "$m" 2>/dev/null || true
+	done | awk '$1 == "insmod" { print $2 }' | awk '!seen[$0]++'
+}
+# 9p over virtio to reach the host; rxe and its crc32 (without
+# crc32_generic, rdma_rxe fails with only "failed to add"); rdma_ucm for
+# librdmacm (UCX's and libfabric's connection setup); dummy for rxe's netdev.
+# overlay gives the guest a writable root above the host's read-only one.
+wanted=(virtio_pci 9pnet_virtio 9p overlay crc32_generic rdma_rxe ib_uverbs rdma_ucm dummy)
+initrd="$cache/initrd-$kver-$(printf '%s' "$kdir" | md5sum | cut -c1-8).cpio.gz"
+initrd_src="$checkout/tests/vm/init.sh"
+if [ ! -s "$initrd" ] || [ "$initrd" -ot "$initrd_src" ] || [ "$initrd" -ot "$0" ]; then
+	root=$(mktemp -d)
+	mkdir -p "$root"/{bin,dev,proc,sys,host,modules}
+	cp "$busybox_bin" "$root/bin/busybox"
+	for applet in sh mount umount mkdir insmod ip cat echo sleep poweroff sync chroot hostname; do
+		ln -s busybox "$root/bin/$applet"
+	done
+	modules_for "${wanted[@]}" | while read -r ko; do
+		cp "$ko" "$root/modules/"
+		basename "$ko" >>"$root/modules/order"
+	done
+	[ -s "$root/modules/order" ] || die "no modules found for ${wanted[*]} in $moddir"
+	cp "$initrd_src" "$root/init" && chmod +x "$root/init"
+	(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$initrd.tmp"
+	mv "$initrd.tmp" "$initrd"
+	rm -rf "$root"
+fi
+
+# --- what the guest runs -------------------------------------------------
+io=$(mktemp -d)
+qemu_pid=
+cleanup() {
+	[ -z "$qemu_pid" ] || kill "$qemu_pid" 2>/dev/null || true
+	rm -rf "$io"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+cwd=$(pwd -P)
+{
+	echo "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	echo "export HOME=/root TERM=dumb LANG=C.UTF-8"
+	while IFS='=' read -r name value; do
+		printf 'export %s=%q\n' "$name" "$value"
+	done < <(env | grep -E '^REGCACHE_[A-Z0-9_]*=' | grep -v '^REGCACHE_VM_' || true)
+	for kv in "${guest_env[@]+"${guest_env[@]}"}"; do
+		printf 'export %s=%q\n' "${kv%%=*}" "${kv#*=}"
+	done
+	printf 'cd %q 2>/dev/null || cd /\n' "$cwd"
+	printf 'exec'; printf ' %q' "$@"; echo
+} >"$io/command.sh"
+# What init needs from the host: where the checkout and the kernel's
+# modules are, in the host's paths.
+printf 'checkout=%q\nmoddir=%q\nkver=%q\n' "$checkout" "$moddir" "$kver" >"$io/guest.conf"
+
+boot() { # ACCEL -> starts qemu in the background, sets qemu_pid
+	local args=(-accel tcg,thread=multi -cpu max)
+	[ "$1" = kvm ] && args=(-accel kvm -cpu host)
+	: >"$io/console.log"; : >"$io/output"; rm -f "$io/status" "$io/booted"
+	qemu-system-x86_64 "${args[@]}" -smp "$cpus" -m "$mem" \
+		-nodefaults -no-user-config -display none -no-reboot \
+		-kernel "$vmlinuz" -initrd "$initrd" \
+		-append "console=ttyS0 panic=-1 quiet loglevel=4 mitigations=off" \
+		-serial "file:$io/console.log" -serial "file:$io/output" \
+		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
+		-virtfs "local,path=$checkout,mount_tag=checkout,security_model=none,multidevs=remap" \
+		-virtfs "local,path=$io,mount_tag=vmio,security_model=none" \
+		-device virtio-rng-pci \
+		</dev/null >"$io/qemu.log" 2>&1 &
+	qemu_pid=$!
+	disown "$qemu_pid" # its end is found by polling; bash need not report it
+}
+# Waits until the guest wrote FILE, QEMU ended, or SECONDS passed.
+wait_for() { # FILE SECONDS
+	local deadline=$((SECONDS + $2))
+	while [ ! -e "$io/$1" ] && kill -0 "$qemu_pid" 2>/dev/null; do
+		[ $SECONDS -lt $deadline ] || return 1
+		sleep 0.2
+	done
+	[ -e "$io/$1" ]
+}
+stop_guest() {
+	kill "$qemu_pid" 2>/dev/null || true
+	wait "$qemu_pid" 2>/dev/null || true
+	qemu_pid=
+}
+
+# KVM: /dev/kvm can open and still give a guest that never leaves the
+# firmware (seen on nested hosts), so auto tries it once per host and
+# remembers the verdict.
+kvm_verdict="$cache/kvm-$(uname -r)-$(qemu-system-x86_64 --version | head -n1 | tr -cd '0-9.')"
+use=tcg why="--accel tcg"
+if [ "$accel" != tcg ]; then
+	if [ ! -w /dev/kvm ]; then
+		why="no usable /dev/kvm"
+		[ "$accel" = kvm ] && die "--accel kvm: $why"
+	elif [ "$accel" = auto ] && [ -e "$kvm_verdict" ]; then
+		why="KVM failed here before: $(cat "$kvm_verdict"); rm $kvm_verdict to try again"
+	else
+		use=kvm
+	fi
+fi
+
+start=$SECONDS
+console_pid=
+if [ "$console" = 1 ]; then
+	tail -n +1 -F "$io/console.log" >&2 2>/dev/null &
+	console_pid=$!
+fi
+boot "$use"
+if [ "$use" = kvm ] && ! wait_for booted 30; then
+	if kill -0 "$qemu_pid" 2>/dev/null; then
+		why="a KVM guest did not reach its init in 30 s"
+	else
+		why="QEMU under KVM stopped: $(grep -v '^$' "$io/qemu.log" | tail -n1)"
+	fi
+	stop_guest
+	[ "$accel" = kvm ] && die "--accel kvm: $why"
+	echo "$why" >"$kvm_verdict"
+	use=tcg
+	boot tcg
+fi
+[ "$use" = kvm ] && why="KVM boots guests here"
+echo "tests/vm: kernel $kver, $use ($why), $cpus CPUs, $mem" >&2
+
+# Stream the command's output while it runs.
+tail -n +1 -F "$io/output" 2>/dev/null &
+tail_pid=$!
+if ! wait_for booted 300; then
+	reason="the guest did not reach its init in 300 s"
+elif ! wait_for status "$timeout"; then
+	reason="no status from the guest (timeout ${timeout}s, or it stopped)"
+else
+	reason=
+fi
+booted_at=$(cat "$io/booted" 2>/dev/null || true)
+[ -z "$reason" ] || stop_guest
+# Let the guest power off by itself, then give tail a moment to drain.
+for _ in $(seq 50); do kill -0 "$qemu_pid" 2>/dev/null || break; sleep 0.1; done
+stop_guest
+sleep 0.3
+kill "$tail_pid" ${console_pid:+"$console_pid"} 2>/dev/null || true
+wait "$tail_pid" 2>/dev/null || true
+if [ -n "$reason" ]; then
+	echo "tests/vm/run.sh: $reason; the kernel's last lines:" >&2
+	tail -n 30 "$io/console.log" >&2
+	[ ! -s "$io/qemu.log" ] || { echo "--- qemu:" >&2; cat "$io/qemu.log" >&2; }
+	exit 125
+fi
+status=$(cat "$io/status")
+echo "tests/vm: guest up in ${booted_at:-?} s, done in $((SECONDS - start)) s, exit status $status" >&2
+exit "$status"
