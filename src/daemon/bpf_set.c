@@ -18,6 +18,7 @@
 
 #include "bpf_set.h"
 #include "log.h"
+#include "monitor/bpf_kernel.h"
 #include "rc_node.skel.h"
 
 struct rcd_bpf {
@@ -72,6 +73,15 @@ int rcd_bpf_open(struct rcd_bpf **out, char *why, size_t why_len)
 	}
 	b->skel->rodata->headroom = ring_reserve_bytes();
 	b->skel->rodata->dead_room = ring_reserve_bytes();
+	ret = rc_bpf_fit_uring(b->skel->progs.rc_uring_submit, why, why_len);
+	if (ret == -ENOENT) {
+		rcd_info("%s: io_uring MADVISE is not watched", why);
+		bpf_program__set_autoload(b->skel->progs.rc_uring_submit, false);
+		bpf_program__set_autoload(b->skel->progs.rc_uring_complete,
+					  false);
+	} else if (ret) {
+		goto fail;
+	}
 	ret = rc_node_bpf__load(b->skel);
 	if (ret)
 		goto fail;

@@ -41,6 +41,7 @@
 #include "../log.h"
 #include "monitor.h"
 #include "bpf_files.h"
+#include "bpf_kernel.h"
 #include "vma.h"
 #include "rc_bpf_abi.h"
 #include "rc_monitor.skel.h"
@@ -554,6 +555,31 @@ static void set_headroom(void)
 	ebpf.skel->rodata->headroom = h;
 }
 
+/* Opens the programs and fits them to this kernel: the ring's headroom and
+ * the io_uring tracepoint's name. */
+static int open_skeleton(void)
+{
+	char why[128];
+	int ret;
+
+	ebpf.skel = rc_monitor_bpf__open();
+	if (!ebpf.skel)
+		return -errno;
+	set_headroom();
+	ret = rc_bpf_fit_uring(ebpf.skel->progs.rc_uring_submit, why,
+			       sizeof(why));
+	if (ret == -ENOENT) {
+		bpf_program__set_autoload(ebpf.skel->progs.rc_uring_submit,
+					  false);
+		bpf_program__set_autoload(ebpf.skel->progs.rc_uring_complete,
+					  false);
+		rc_info("eBPF monitor: %s: io_uring MADVISE is not watched",
+			why);
+		ret = 0;
+	}
+	return ret;
+}
+
 static void restore_memlock(const struct rlimit *was)
 {
 	struct rlimit now;
@@ -623,12 +649,9 @@ static int bpf_start(struct rc_monitor *mon)
 	 * the load (libbpf_set_memlock_rlim is not exported by libbpf 1.1). */
 	if (getrlimit(RLIMIT_MEMLOCK, &memlock))
 		memlock.rlim_cur = memlock.rlim_max = RLIM_INFINITY;
-	ebpf.skel = rc_monitor_bpf__open();
-	if (!ebpf.skel) {
-		ret = -errno;
+	ret = open_skeleton();
+	if (ret)
 		goto fail;
-	}
-	set_headroom();
 	ret = rc_monitor_bpf__load(ebpf.skel);
 	ebpf.file_hook = true;
 	if (ret) {
@@ -636,12 +659,9 @@ static int bpf_start(struct rc_monitor *mon)
 		 * folio in 5.19) everything but shared and file mappings can
 		 * still be watched: retry without it. */
 		rc_monitor_bpf__destroy(ebpf.skel);
-		ebpf.skel = rc_monitor_bpf__open();
-		if (!ebpf.skel) {
-			ret = -errno;
-			goto fail;
-		}
-		set_headroom();
+		ebpf.skel = NULL;
+		if (open_skeleton())
+			goto fail;	/* the first error says more */
 		bpf_program__set_autoload(ebpf.skel->progs.rc_filemap_delete,
 					  false);
 		if (rc_monitor_bpf__load(ebpf.skel))

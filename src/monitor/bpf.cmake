@@ -82,6 +82,7 @@ function(regcache_bpf_backend)
   set(REGCACHE_BPF_OUT ${out} PARENT_SCOPE)
 
   target_sources(regcache PRIVATE src/monitor/bpf.c src/monitor/bpf_files.c
+    src/monitor/bpf_kernel.c
     ${out}/rc_monitor.skel.h)
   add_dependencies(regcache regcache_bpf_skel)
   target_include_directories(regcache PRIVATE ${out} ${src})

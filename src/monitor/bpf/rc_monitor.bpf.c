@@ -922,14 +922,18 @@ int BPF_PROG(rc_filemap_delete, struct folio *folio)
  * map-in-map, so the daemon drops procs[{tgid, *}] when the client's pidfd
  * reports the exit. When the daemon itself exits (SIGKILL included: this
  * runs before exit_files() closes its links), every client gets DEAD. */
+/* The tracepoint's group_dead argument is new (6.16); before it the event
+ * has the task alone. do_exit() decrements signal->live before the event
+ * on every kernel, so the last thread reads 0 (two threads that exit at
+ * once may both read it: the deletes below are idempotent). */
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(rc_proc_exit, struct task_struct *task, bool group_dead)
+int BPF_PROG(rc_proc_exit, struct task_struct *task)
 {
 	__u32 tgid;
 	rc_proc_t *p;
 	__u64 mm;
 
-	if (!group_dead)
+	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
 	tgid = BPF_CORE_READ(task, tgid);
 	if (daemon_tgid && tgid == daemon_tgid) {
