@@ -145,6 +145,28 @@ void t_ring_init(struct io_uring *ring)
 	}
 }
 
+void t_uring_require_registrable(void *buf, size_t len, const char *what)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct io_uring ring;
+	int ret;
+
+	t_ring_init(&ring);
+	ret = io_uring_register_buffers(&ring, &iov, 1);
+	if (ret == 0)
+		io_uring_unregister_buffers(&ring);
+	io_uring_queue_exit(&ring);
+	if (ret == -EOPNOTSUPP) {
+		printf("SKIP: io_uring on this kernel refuses to register %s "
+		       "(EOPNOTSUPP: kernels such as 6.1 take anonymous, shmem "
+		       "and hugetlbfs memory only; newer ones leave it to "
+		       "pin_user_pages); the verbs tests on an RDMA device "
+		       "cover it\n", what);
+		exit(T_EXIT_SKIP);
+	}
+	T_REQUIRE(ret == 0);
+}
+
 struct regcache *t_uring_cache(struct io_uring *ring, unsigned flags,
 			       size_t max_regions, size_t max_bytes)
 {

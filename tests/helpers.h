@@ -116,6 +116,13 @@ void t_die_with_parent(pid_t parent);
 
 /* A ring for fixed-buffer DMA; exits FAIL if io_uring is unavailable. */
 void t_ring_init(struct io_uring *ring);
+/*
+ * t_uring_require_registrable(): skip (77) unless io_uring fixed buffers
+ * can register [buf, buf+len) on this kernel. Kernels such as 6.1 refuse
+ * file-backed memory other than shmem and hugetlbfs (EOPNOTSUPP), SysV
+ * shm among it; the verbs tests on a real device cover such memory there.
+ */
+void t_uring_require_registrable(void *buf, size_t len, const char *what);
 
 /* A cache on @ring with the given flags and limits. */
 struct regcache *t_uring_cache(struct io_uring *ring, unsigned flags,

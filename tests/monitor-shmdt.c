@@ -51,6 +51,7 @@ int main(void)
 	buf = shmat(id1, NULL, 0);
 	T_REQUIRE(buf != (void *)-1);
 	shmctl(id1, IPC_RMID, NULL);
+	t_uring_require_registrable(buf, LEN, "SysV shared memory");
 
 	if (t_monitor_is("userfaultfd")) {
 		t_passthrough_case(&ring, c, buf, LEN, swap_segment, buf, what);

@@ -256,6 +256,7 @@ static void case_shmdt(void)
 	buf = shmat(id1, NULL, 0);
 	T_REQUIRE(buf != (void *)-1);
 	shmctl(id1, IPC_RMID, NULL);
+	t_uring_require_registrable(buf, LEN, "SysV shared memory");
 	begin(&k, buf, LEN);
 	T_REQUIRE(shmdt(buf) == 0);
 	T_REQUIRE(shmat(id2, buf, 0) == buf);

@@ -1,10 +1,12 @@
 #!/bin/bash
 # Runs the whole regcache test suite in three builds: plain (RelWithDebInfo),
-# AddressSanitizer+UndefinedBehaviorSanitizer, and ThreadSanitizer.
+# AddressSanitizer+UndefinedBehaviorSanitizer, and ThreadSanitizer; then
+# (vm) its kernel-dependent part on Debian 12's stock kernel in a QEMU
+# guest with a Soft-RoCE device (tests/vm/suite.sh ci, docs/vm.md).
 # Needs the packages listed in README.md. Run as root so the userfaultfd and
 # eBPF monitor tests run for real (as unprivileged user they skip, loudly).
 #
-# Usage: tests/run.sh [plain|asan|tsan ...]   (default: all three)
+# Usage: tests/run.sh [plain|asan|tsan|vm ...]   (default: all four)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,15 +16,24 @@ if [ "$(id -u)" = 0 ] && [ ! -e /sys/kernel/tracing/events ]; then
 fi
 
 configs=("$@")
-[ ${#configs[@]} -gt 0 ] || configs=(plain asan tsan)
+[ ${#configs[@]} -gt 0 ] || configs=(plain asan tsan vm)
 jobs=$(nproc)
 failed=()
 for cfg in "${configs[@]}"; do
+	if [ "$cfg" = vm ]; then
+		echo "=== vm: the CI subset on a stock kernel (tests/vm/suite.sh) ==="
+		# The plain build's programs, when this run made them.
+		vm_build=()
+		[ -d build-test-plain ] && [[ " ${configs[*]} " == *" plain "* ]] &&
+			vm_build=(env REGCACHE_VM_BUILD=build-test-plain)
+		"${vm_build[@]}" tests/vm/suite.sh ci || failed+=("$cfg")
+		continue
+	fi
 	case "$cfg" in
 	plain) flags=() ;;
 	asan) flags=(-DREGCACHE_SANITIZE=address,undefined) ;;
 	tsan) flags=(-DREGCACHE_SANITIZE=thread) ;;
-	*) echo "unknown configuration $cfg" >&2; exit 2 ;;
+	*) echo "unknown configuration $cfg (plain, asan, tsan, vm)" >&2; exit 2 ;;
 	esac
 	dir=build-test-$cfg
 	echo "=== $cfg build ($dir) ==="

@@ -7,10 +7,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "clients.h"
@@ -119,6 +121,65 @@ static long pidfd_pid(int pidfd)
 	return pid ? strtol(pid + 5, NULL, 10) : -2;
 }
 
+/* Every uid (real, effective, saved, filesystem) of process @pid, as
+ * /proc says now, equals @uid. */
+static bool uids_all(pid_t pid, uid_t uid)
+{
+	char path[64], buf[2048];
+	unsigned long id[4];
+	const char *line;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	line = strstr(buf, "\nUid:");
+	if (!line || sscanf(line + 5, "%lu %lu %lu %lu", &id[0], &id[1],
+			    &id[2], &id[3]) != 4)
+		return false;
+	for (int i = 0; i < 4; i++)
+		if (id[i] != (unsigned long)uid)
+			return false;
+	return true;
+}
+
+/* Before Linux 6.5 there is no SO_PEERPIDFD: take a pidfd of the
+ * SO_PEERCRED pid and require that every uid of that process is the
+ * connector's. A connector that exits and leaves its pid to another user's
+ * process (the PID-reuse attack) is refused; what stays possible is
+ * reaching a process of the same user by the same trick, which learns
+ * nothing that user could not read in /proc/PID/maps. */
+static int pidfd_of_peer_pid(struct rcd_conn *c)
+{
+	static bool said;
+	int pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+
+	if (!said) {
+		rcd_info("no SO_PEERPIDFD (Linux < 6.5): clients are identified "
+			 "by pidfd_open(SO_PEERCRED pid) and their uids");
+		said = true;
+	}
+	if (pidfd < 0)
+		return -ESRCH;
+	/* Read after the pidfd is open, checked alive after the read: the
+	 * uids read were those of the pidfd's process. */
+	if (!uids_all(c->pid, c->uid) || !rcd_pidfd_alive(pidfd)) {
+		rcd_warn("pid %d (uid %u): the process with that pid is not "
+			 "the connector's (other uids, or gone): refused",
+			 (int)c->pid, (unsigned)c->uid);
+		close(pidfd);
+		return -ESRCH;
+	}
+	return pidfd;
+}
+
 int rcd_conn_identify(struct rcd_conn *c)
 {
 	socklen_t len = sizeof(int);
@@ -128,8 +189,11 @@ int rcd_conn_identify(struct rcd_conn *c)
 	if (c->pid <= 0)
 		return -ESRCH;	/* connector outside our PID namespace */
 	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) ||
-	    pidfd < 0)
-		return errno == ENOPROTOOPT ? -EOPNOTSUPP : -ESRCH;
+	    pidfd < 0) {
+		if (errno == ENOPROTOOPT)
+			return pidfd_of_peer_pid(c);
+		return -ESRCH;
+	}
 	fcntl(pidfd, F_SETFD, FD_CLOEXEC);
 	pid = pidfd_pid(pidfd);
 	if (pid != c->pid || !rcd_pidfd_alive(pidfd)) {

@@ -72,7 +72,9 @@ void rcd_conn_remove(struct rcd_table *t, struct rcd_conn *c);
  * SO_PEERPIDFD whose pid equals the SO_PEERCRED pid and is alive. A
  * connection handed to another process after connect(), or whose
  * connector has exited (its pid may already belong to someone else), is
- * refused. Returns the pidfd (caller owns it) or -errno.
+ * refused. Without SO_PEERPIDFD (Linux < 6.5), pidfd_open() of the
+ * SO_PEERCRED pid, refused unless every uid of that process is the
+ * connector's. Returns the pidfd (caller owns it) or -errno.
  */
 int rcd_conn_identify(struct rcd_conn *c);
 

@@ -269,20 +269,18 @@ static int watch_key_from_mapping(struct server *s, struct rcd_proc *p,
 				  __u64 *hi)
 {
 	struct rc_procmap_query pq;
-	char path[64];
+	struct rc_vma_source maps;
 	__u64 end;
-	int fd, ret = 0;
+	int ret;
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", p->tgid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	memset(&pq, 0, sizeof(pq));
-	pq.size = sizeof(pq);
-	pq.query_addr = q->start;
-	if (ioctl(fd, RC_PROCMAP_QUERY, &pq))
-		ret = errno == ENOTTY ? -EOPNOTSUPP : -errno;
-	close(fd);
+	/* PROCMAP_QUERY where the kernel has it (6.11+), else the text. */
+	ret = rc_vma_source_open_pid(&maps, (pid_t)p->tgid, true);
+	if (maps.maps_fd < 0)
+		return ret;
+	ret = rc_vma_query(&maps, q->start, &pq);
+	rc_vma_source_close(&maps);
+	if (!ret && pq.vma_start > q->start)
+		ret = -ENOENT;	/* the next VMA, not one at start */
 	/* The pid still names the process we identified: the file we read
 	 * was its own. */
 	if (!ret && !rcd_pidfd_alive(p->pidfd))

@@ -11,22 +11,39 @@
 #include "../log.h"
 #include "vma.h"
 
-void rc_vma_source_open(struct rc_vma_source *src, const char *disable_env)
+int rc_vma_source_open_pid(struct rc_vma_source *src, pid_t pid,
+			   bool procmap)
 {
 	struct rc_procmap_query q = {
 		.size = sizeof(q),
 		.query_flags = RC_PROCMAP_COVERING_OR_NEXT,
 		.query_addr = (uintptr_t)src,
 	};
-	bool disabled = disable_env && getenv(disable_env);
 	int err = 0;
 
-	src->maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	src->pid = pid;
+	src->procmap = false;
+	if (pid)
+		snprintf(src->path, sizeof(src->path), "/proc/%d/maps",
+			 (int)pid);
+	else
+		snprintf(src->path, sizeof(src->path), "/proc/self/maps");
+	src->maps_fd = open(src->path, O_RDONLY | O_CLOEXEC);
 	if (src->maps_fd < 0)
+		return -errno;
+	/* Any address answers: the query of one inside the caller's own
+	 * struct only tells whether the ioctl exists. */
+	if (procmap && ioctl(src->maps_fd, RC_PROCMAP_QUERY, &q))
 		err = errno;
-	else if (!disabled && ioctl(src->maps_fd, RC_PROCMAP_QUERY, &q))
-		err = errno;
-	src->procmap = src->maps_fd >= 0 && !disabled && !err;
+	src->procmap = procmap && !err;
+	return -err;
+}
+
+void rc_vma_source_open(struct rc_vma_source *src, const char *disable_env)
+{
+	bool disabled = disable_env && getenv(disable_env);
+	int err = -rc_vma_source_open_pid(src, 0, !disabled);
+
 	if (disabled)
 		rc_info("PROCMAP_QUERY disabled by %s: each miss reads "
 			"/proc/self/maps", disable_env);
@@ -50,14 +67,16 @@ void rc_vma_source_close(struct rc_vma_source *src)
 	src->procmap = false;
 }
 
-/* Linux < 6.11: the first VMA ending above @addr in the text of
- * /proc/self/maps, read through a stack buffer (no allocation). */
-static int maps_text_query(uintptr_t addr, struct rc_procmap_query *q)
+/* Linux < 6.11: the first VMA ending above @addr in the text of the maps
+ * file, read from a fresh descriptor (any thread may query at once)
+ * through a stack buffer (no allocation). */
+static int maps_text_query(const char *path, uintptr_t addr,
+			   struct rc_procmap_query *q)
 {
 	char buf[4096], line[512];
 	size_t len = 0;
 	ssize_t n;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
@@ -109,6 +128,7 @@ int rc_vma_query(const struct rc_vma_source *src, uintptr_t addr,
 	q->query_flags = RC_PROCMAP_COVERING_OR_NEXT;
 	q->query_addr = addr;
 	if (!src->procmap)
-		return maps_text_query(addr, q);
+		return maps_text_query(src->path[0] ? src->path : "/proc/self/maps",
+				       addr, q);
 	return ioctl(src->maps_fd, RC_PROCMAP_QUERY, q) ? -errno : 0;
 }

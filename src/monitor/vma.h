@@ -10,6 +10,7 @@
 #include <linux/types.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "../compat.h"
 
@@ -37,18 +38,28 @@ struct rc_procmap_query {
 
 /**
  * struct rc_vma_source - where a backend looks VMAs up
- * @maps_fd: /proc/self/maps, or -1.
+ * @maps_fd: the maps file, or -1.
  * @procmap: PROCMAP_QUERY works on it (and was not disabled).
+ * @pid:     whose maps (0: this process).
+ * @path:    the maps file's path, which the text fallback opens per query.
  */
 struct rc_vma_source {
 	int maps_fd;
 	bool procmap;
+	pid_t pid;
+	char path[32];
 };
 
 /* Open /proc/self/maps and probe PROCMAP_QUERY; $@disable_env set forces
  * the text fallback (for tests). Logs the fallback at info level. */
 rc_hidden void rc_vma_source_open(struct rc_vma_source *src,
 				  const char *disable_env);
+/* The same for process @pid (0: this one), without a log line (the node
+ * service reads its clients' maps). @procmap false forces the text.
+ * Returns 0, or the -errno of the open or of the PROCMAP_QUERY probe (the
+ * source then reads the text). */
+rc_hidden int rc_vma_source_open_pid(struct rc_vma_source *src, pid_t pid,
+				     bool procmap);
 rc_hidden void rc_vma_source_close(struct rc_vma_source *src);
 
 /*

@@ -168,7 +168,7 @@ boot() { # ACCEL -> starts qemu in the background, sets qemu_pid
 	qemu-system-x86_64 "${args[@]}" -smp "$cpus" -m "$mem" \
 		-nodefaults -no-user-config -display none -no-reboot \
 		-kernel "$vmlinuz" -initrd "$initrd" \
-		-append "console=ttyS0 panic=-1 quiet loglevel=4 mitigations=off" \
+		-append "console=ttyS0 panic=-1 $loglevel mitigations=off" \
 		-serial "file:$io/console.log" -serial "file:$io/output" \
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
 		-virtfs "local,path=$checkout,mount_tag=checkout,security_model=none,multidevs=remap" \
@@ -209,6 +209,10 @@ if [ "$accel" != tcg ]; then
 	fi
 fi
 
+# The console keeps what the kernel says down to info (stack traces
+# included); a soft lockup panics, which ends the guest with its trace in
+# the console rather than leaving a wedged guest to the timeout.
+loglevel="loglevel=6 softlockup_panic=1"
 start=$SECONDS
 console_pid=
 if [ "$console" = 1 ]; then
@@ -251,7 +255,7 @@ kill "$tail_pid" ${console_pid:+"$console_pid"} 2>/dev/null || true
 wait "$tail_pid" 2>/dev/null || true
 if [ -n "$reason" ]; then
 	echo "tests/vm/run.sh: $reason; the kernel's last lines:" >&2
-	tail -n 30 "$io/console.log" >&2
+	tail -n 80 "$io/console.log" >&2
 	[ ! -s "$io/qemu.log" ] || { echo "--- qemu:" >&2; cat "$io/qemu.log" >&2; }
 	exit 125
 fi

@@ -1,0 +1,64 @@
+#!/bin/bash
+# The test suite on a stock distribution kernel: builds the tests on the
+# host (RelWithDebInfo, -Werror, in build-vm/) and runs a named subset of
+# them with CTest inside the guest of tests/vm/run.sh, as root, with a
+# Soft-RoCE device. Fails when a test fails, and when a test skips that is
+# not listed, with its reason, in tests/vm/skips-<kernel major.minor>:
+# in the guest every monitor, the daemon and the RDMA device are there, so
+# a skip is a regression unless that kernel truly lacks what it needs.
+#
+# Usage: tests/vm/suite.sh [ci|full] [run.sh options...]
+#   ci   (default) the monitors, the DMA-checked scenarios, regcached, the
+#        bridges, verbs on rxe0, chaos; what CI runs
+#   full every test of the build, the slow fuzz, allocator and valgrind
+#        ones included
+# REGCACHE_VM_BUILD names another build directory (already configured).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+subset=ci
+case "${1:-}" in ci|full) subset=$1; shift ;; esac
+
+build=${REGCACHE_VM_BUILD:-build-vm}
+if [ -z "${REGCACHE_VM_BUILD:-}" ]; then
+	cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREGCACHE_WERROR=ON >/dev/null
+fi
+cmake --build "$build" -j "$(nproc)" >/dev/null
+
+# What CI runs: everything a stock kernel changes (monitors, daemon, RDMA,
+# bridges, chaos), not the pure data-structure and fuzz tests, whose result
+# does not depend on the kernel and which the host runs in three builds.
+ci_labels='monitor|bpf|uffd|regcached|verbs|rdma|bridge|chaos|fork|limits|info'
+ci_exclude='fuzz|valgrind|@.*\+(jemalloc|mimalloc|tcmalloc)'
+ctest_args=(--test-dir "$build" --timeout 900 --output-on-failure)
+if [ "$subset" = ci ]; then
+	ctest_args+=(-L "$ci_labels" -E "$ci_exclude")
+fi
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+tests/vm/run.sh "$@" -- ctest "${ctest_args[@]}" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+[ "$status" != 125 ] || { echo "=== the guest did not run the suite (above)" >&2; exit 1; }
+
+kver=$(sed -n 's/^tests\/vm: kernel \([0-9]*\.[0-9]*\).*/\1/p' "$log" | head -n1)
+allowed=tests/vm/skips-$kver
+unexpected=()
+while read -r name; do
+	if [ ! -f "$allowed" ] ||
+		! awk -v n="$name" '$1 == n { found = 1 } END { exit !found }' "$allowed"; then
+		unexpected+=("$name")
+	fi
+done < <(sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (Skipped)$/\1/p' "$log")
+if [ ${#unexpected[@]} -gt 0 ]; then
+	echo "=== skipped in the guest on $kver, not in $allowed: ${unexpected[*]}" >&2
+	status=1
+fi
+if [ "$status" = 0 ]; then
+	echo "=== guest suite ($subset) passed on Linux $kver"
+else
+	echo "=== guest suite ($subset) FAILED on Linux $kver" >&2
+fi
+exit "$status"
