@@ -70,7 +70,11 @@ int main(void)
 			"before the change published during pinning\n");
 		t_failures++;
 	}
-	T_EXPECT_EQ(regs_before + 2, atomic_load(&treg.regs));
+	/* At least one registration more than the first. More when the
+	 * change reaches the cache again while the second pin runs (seen
+	 * with userfaultfd under QEMU's emulation, on 6.1): each costs a
+	 * registration, never a stale region (checked above). */
+	T_CHECK(atomic_load(&treg.regs) >= regs_before + 2);
 	regcache_put(c, r);
 	if (!t_failures)
 		printf("ok: a change while pinning makes the miss register "

@@ -135,6 +135,16 @@ void t_monitor_require(void)
 	exit(T_EXIT_FAIL);
 }
 
+int t_scale(long n)
+{
+	const char *env = getenv("REGCACHE_TEST_SLOWDOWN");
+	long slowdown = env ? strtol(env, NULL, 10) : 1;
+
+	if (slowdown > 1)
+		n /= slowdown;
+	return n > 0 ? (int)n : 1;
+}
+
 void t_ring_init(struct io_uring *ring)
 {
 	int ret = io_uring_queue_init(8, ring, 0);

@@ -1204,10 +1204,22 @@ static int open_uffd(void)
 			      O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
 	int ret = fd < 0 ? -errno : 0;
 
+	if (fd < 0 && errno == EINVAL) {
+		/* Before 5.11 UFFD_USER_MODE_ONLY is EINVAL. Without it the
+		 * descriptor would also take faults raised in kernel mode,
+		 * which only MODE_MISSING delivers: in write-protect mode,
+		 * with nothing protected, it is the same monitor. It needs
+		 * CAP_SYS_PTRACE or vm.unprivileged_userfaultfd=1. */
+		fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+		if (fd >= 0)
+			rc_info("userfaultfd: no UFFD_USER_MODE_ONLY (Linux < "
+				"5.11): opened without it");
+		ret = fd < 0 ? -errno : 0;
+	}
 	if (fd < 0) {
-		/* Before 5.11 UFFD_USER_MODE_ONLY is EINVAL; with
-		 * vm.unprivileged_userfaultfd=0 the syscall may be EPERM.
-		 * /dev/userfaultfd (5.11+) is governed by its file mode. */
+		/* With vm.unprivileged_userfaultfd=0 the syscall may be
+		 * EPERM; /dev/userfaultfd (6.1+) is governed by its file
+		 * mode. */
 		int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
 
 		if (dev >= 0) {

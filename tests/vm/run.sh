@@ -154,6 +154,9 @@ cwd=$(pwd -P)
 	for kv in "${guest_env[@]+"${guest_env[@]}"}"; do
 		printf 'export %s=%q\n' "${kv%%=*}" "${kv#*=}"
 	done
+	# Stress tests shrink their counts under emulation (tests/helpers.h).
+	[ -n "${REGCACHE_TEST_SLOWDOWN:-}" ] ||
+		echo 'grep -q "regcache_vm_accel=tcg" /proc/cmdline && export REGCACHE_TEST_SLOWDOWN=4'
 	printf 'cd %q 2>/dev/null || cd /\n' "$cwd"
 	printf 'exec'; printf ' %q' "$@"; echo
 } >"$io/command.sh"
@@ -168,7 +171,7 @@ boot() { # ACCEL -> starts qemu in the background, sets qemu_pid
 	qemu-system-x86_64 "${args[@]}" -smp "$cpus" -m "$mem" \
 		-nodefaults -no-user-config -display none -no-reboot \
 		-kernel "$vmlinuz" -initrd "$initrd" \
-		-append "console=ttyS0 panic=-1 $loglevel mitigations=off" \
+		-append "console=ttyS0 panic=-1 $loglevel mitigations=off regcache_vm_accel=$1" \
 		-serial "file:$io/console.log" -serial "file:$io/output" \
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
 		-virtfs "local,path=$checkout,mount_tag=checkout,security_model=none,multidevs=remap" \
