@@ -22,3 +22,10 @@ if(COMMAND regcached_add_test)
   set_property(TEST verbs-rxe-oracle@regcached APPEND PROPERTY LABELS
     rdma verbs)
 endif()
+
+# Access flags, the budget against the device, ODP or its refusal, RDMA
+# WRITE and READ through cached regions.
+verbs_rxe_test(verbs-rxe-access)
+verbs_rxe_test(verbs-rxe-limits ENV REGCACHE_MONITOR=none)
+verbs_rxe_test(verbs-rxe-odp)
+verbs_rxe_test(verbs-rxe-rdma)

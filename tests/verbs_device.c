@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "verbs_device.h"
@@ -220,4 +221,33 @@ bool td_write_visible(struct td *d, void *buf, uint32_t rkey, size_t len,
 		if (b[i] != td_byte(seed, i))
 			return false;
 	return true;
+}
+
+int td_log_begin(void)
+{
+	FILE *f = tmpfile();
+	int saved;
+
+	T_REQUIRE(f);
+	fflush(stderr);
+	saved = dup(2);
+	T_REQUIRE(saved >= 0);
+	T_REQUIRE(dup2(fileno(f), 2) == 2);
+	/* fd 2 keeps the file open. */
+	fclose(f);
+	return saved;
+}
+
+void td_log_end(int saved, char *out, size_t len)
+{
+	ssize_t n;
+
+	fflush(stderr);
+	T_REQUIRE(lseek(2, 0, SEEK_SET) == 0);
+	n = read(2, out, len - 1);
+	T_REQUIRE(n >= 0);
+	out[n] = 0;
+	T_REQUIRE(dup2(saved, 2) == 2);
+	close(saved);
+	fputs(out, stderr);
 }

@@ -72,4 +72,12 @@ unsigned char td_byte(unsigned seed, size_t i);
 bool td_write_visible(struct td *d, void *buf, uint32_t rkey, size_t len,
 		      unsigned seed);
 
+/*
+ * The log lines of one call: td_log_begin() sends stderr to a temporary
+ * file, td_log_end() puts it back, copies what was written into @out
+ * (NUL-terminated) and echoes it to stderr.
+ */
+int td_log_begin(void);
+void td_log_end(int saved, char *out, size_t len);
+
 #endif
