@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
@@ -464,6 +465,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [naive]\n", argv[0]);
 		return 2;
 	}
+	/* glibc raises its mmap threshold after freeing a large chunk (rdma-
+	 * core's setup may); keep it, so that free() of CHUNK unmaps. */
+	mallopt(M_MMAP_THRESHOLD, 128 << 10);
 	td_open(&dev);
 	t_ring_init(&ring);
 	if (!naive) {
