@@ -290,6 +290,9 @@ static void usage(FILE *f)
 "                       65534 (default unlimited, as HPC sites set it for\n"
 "                       RDMA; 8M is Debian's default: the row then runs the\n"
 "                       workload fitted to it, with no ratio to the others)\n"
+"      --verbs[=DEVICE] an RDMA device (the first one, or DEVICE) is the NIC:\n"
+"                       ibv_reg_mr registrations, RDMA WRITEs over a loopback\n"
+"                       RC queue pair (rows nocache, naive, regcache)\n"
 "  -r, --repeat N       rounds of every mode; msgs/s is their median (default 3)\n"
 "      --no-fill        do not write each new buffer before its first message\n"
 "                       (then registration pays the page faults)\n"
@@ -577,12 +580,13 @@ int main(int argc, char **argv)
 		{ "no-fill", no_argument, NULL, 'F' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "regcached-memlock", required_argument, NULL, 'M' },
+		{ "verbs", optional_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct result res[NMODES];
 	bool ran[NMODES] = { 0 }, runnable[NMODES] = { 0 };
-	char machine[256], a[32], b[32];
+	char machine[256], a[32], b[32], verbs_dev[128];
 	int c, status = 0;
 	bool failures = false;
 
@@ -624,6 +628,11 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case 'V':
+			demo_opt.verbs = true;
+			snprintf(demo_opt.ibdev, sizeof(demo_opt.ibdev), "%s",
+				 optarg ? optarg : "");
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -648,15 +657,27 @@ int main(int argc, char **argv)
 	machine_info(machine, sizeof(machine));
 	fit_memlock();
 
+	if (demo_opt.verbs && !demo_verbs_available(verbs_dev,
+						    sizeof(verbs_dev))) {
+		fprintf(stderr, "regcache-demo --verbs: %s\n", verbs_dev);
+		return 2;
+	}
 	printf("regcache-demo: %lu messages per mode into %u long-lived and %u "
 	       "short-lived buffers\n", demo_opt.iterations, demo_opt.long_slots,
 	       demo_opt.short_slots);
 	printf("  buffer sizes:");
 	print_sizes(demo_opt.nsizes);
-	printf(" (+-25%%). Every message is DMAed by io_uring\n"
-	       "  READ_FIXED through the buffer's registration, and every byte "
-	       "is checked\n  where the application looks. Short-lived buffers "
-	       "end by free, munmap,\n  mremap or MADV_DONTNEED (through libc "
+	if (demo_opt.verbs)
+		printf(" (+-25%%). Every message is an RDMA WRITE by %s\n"
+		       "  over a loopback RC queue pair through the buffer's "
+		       "ibv_reg_mr rkey, and every\n  byte is checked where the "
+		       "application looks. Short-lived buffers ", verbs_dev);
+	else
+		printf(" (+-25%%). Every message is DMAed by io_uring\n"
+		       "  READ_FIXED through the buffer's registration, and "
+		       "every byte is checked\n  where the application looks. "
+		       "Short-lived buffers ");
+	printf("end by free, munmap,\n  mremap or MADV_DONTNEED (through libc "
 	       "or a raw syscall) or io_uring MADVISE.\n"
 	       "  machine: %s\n\n", machine);
 
@@ -665,6 +686,16 @@ int main(int argc, char **argv)
 
 		if (!demo_modes[i].selected)
 			continue;
+		if (demo_opt.verbs && demo_modes[i].kind != K_NOCACHE &&
+		    demo_modes[i].kind != K_NAIVE &&
+		    demo_modes[i].kind != K_REGCACHE) {
+			res[i].status = 1;
+			snprintf(res[i].info, sizeof(res[i].info),
+				 "not in --verbs mode (it registers through "
+				 "its own transport)");
+			ran[i] = true;
+			continue;
+		}
 		if (demo_modes[i].kind == K_UCX && !ucx_version()) {
 			res[i].status = 1;
 			snprintf(res[i].info, sizeof(res[i].info),

@@ -5,6 +5,11 @@ add_executable(regcache-demo ${CMAKE_CURRENT_LIST_DIR}/demo.c
   ${CMAKE_CURRENT_LIST_DIR}/demo_regcached.c)
 regcache_tool(regcache-demo)
 regcache_install_tool(regcache-demo)
+# --verbs: an RDMA device as the NIC (tools/demo_verbs.c, docs/verbs.md).
+target_sources(regcache-demo PRIVATE ${CMAKE_CURRENT_LIST_DIR}/demo_verbs.c)
+if(REGCACHE_WITH_VERBS)
+  target_compile_definitions(regcache-demo PRIVATE DEMO_HAVE_VERBS=1)
+endif()
 # The bridge rows (tools/demo_bridges.c, docs/bridges.md).
 target_sources(regcache-demo PRIVATE ${CMAKE_CURRENT_LIST_DIR}/demo_bridges.c)
 if(TARGET regcache-ucx)

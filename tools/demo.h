@@ -37,6 +37,8 @@ struct demo_opt {
 	unsigned repeat;
 	unsigned timeout;	/* seconds per mode run */
 	bool sizes_given;	/* --sizes: never shrink them to fit */
+	bool verbs;		/* --verbs: an RDMA device is the NIC */
+	char ibdev[64];		/* --verbs=DEVICE; empty: the first one */
 };
 extern struct demo_opt demo_opt;
 
@@ -128,6 +130,21 @@ void demo_child(const struct mode *m, int fd) __attribute__((noreturn));
 /* demo.c: how many of the (ascending) sizes stay in the workload of a
  * process without CAP_IPC_LOCK that may pin @memlock bytes (at least 2). */
 unsigned demo_fit_nsizes(unsigned long long memlock);
+
+/* demo_verbs.c (--verbs): ibv_reg_mr registrations and RDMA WRITEs over a
+ * loopback RC queue pair in place of demo_dev's (built with the verbs
+ * registrar: DEMO_HAVE_VERBS). */
+bool demo_verbs_available(char *why, size_t len);
+int demo_verbs_init(void);
+void demo_verbs_fini(void);
+const char *demo_verbs_device(void);
+int demo_verbs_cache(const struct regcache_params *p, struct regcache **c);
+int demo_verbs_reg(void *addr, size_t len, void **handle);
+void demo_verbs_dereg(void *handle);
+int demo_verbs_dma_check(void *handle, void *dst, size_t len, uint64_t seed);
+/* What the MR @handle registered, and at which release epoch. */
+bool demo_verbs_range(void *handle, uintptr_t *addr, size_t *len,
+		      unsigned long *epoch);
 
 /* demo_bridges.c: the UCX and libfabric bridge rows. */
 void demo_bridge_child(const struct mode *m, int fd) __attribute__((noreturn));

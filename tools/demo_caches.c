@@ -4,6 +4,11 @@
 #include <stdlib.h>
 
 #include <regcache.h>
+#ifdef DEMO_HAVE_VERBS
+#include <infiniband/verbs.h>
+#else
+#define IBV_ACCESS_REMOTE_WRITE 0
+#endif
 
 #include "demo.h"
 #include "rcache_ucx.h"
@@ -15,7 +20,8 @@ double demo_phase_ns[P_NPHASES];
 int demo_dev_reg(void *addr, size_t len, void **handle)
 {
 	double t = demo_opt.profile ? now_ns() : 0;
-	int ret = dev_reg(&demo_dev, addr, len, handle);
+	int ret = demo_opt.verbs ? demo_verbs_reg(addr, len, handle)
+				 : dev_reg(&demo_dev, addr, len, handle);
 
 	if (demo_opt.profile)
 		demo_phase_ns[P_REG] += now_ns() - t;
@@ -26,7 +32,10 @@ void demo_dev_dereg(void *handle)
 {
 	double t = demo_opt.profile ? now_ns() : 0;
 
-	dev_dereg(&demo_dev, handle);
+	if (demo_opt.verbs)
+		demo_verbs_dereg(handle);
+	else
+		dev_dereg(&demo_dev, handle);
 	if (demo_opt.profile)
 		demo_phase_ns[P_DEREG] += now_ns() - t;
 }
@@ -196,7 +205,8 @@ int demo_cache_get(void *addr, size_t len, void **region, void **handle)
 	case K_UCX:
 		return ucx_cache_get(ucx, addr, len, region, handle);
 	case K_REGCACHE:
-		ret = regcache_get(rc, addr, len, 0,
+		ret = regcache_get(rc, addr, len,
+				   demo_opt.verbs ? IBV_ACCESS_REMOTE_WRITE : 0,
 				   (struct regcache_region **)region);
 		if (!ret)
 			*handle = regcache_region_handle(*region);
@@ -247,6 +257,10 @@ int demo_cache_setup(void)
 	case K_UCX:
 		return ucx_cache_create(&demo_dev, demo_opt.max_regions, true, &ucx);
 	case K_REGCACHE:
+		/* --verbs: the shipped registrar, ibv_reg_mr in the cache's
+		 * own calls. */
+		if (demo_opt.verbs)
+			return demo_verbs_cache(&p, &rc);
 		return regcache_create(&p, &rc);
 	default:
 		return demo_bridge_setup();

@@ -87,16 +87,25 @@ static void note_release(void *addr, size_t len, enum rel kind)
 static struct release *stale_cause(void *handle)
 {
 	unsigned slot = (unsigned)dev_buf_index(handle);
+	unsigned long epoch;
 	uintptr_t s, e;
+	size_t len;
 
-	if (slot >= DEV_SLOTS)
-		return NULL;
-	s = demo_dev.slot[slot].addr;
-	e = s + demo_dev.slot[slot].len;
+	if (demo_opt.verbs) {
+		if (!demo_verbs_range(handle, &s, &len, &epoch))
+			return NULL;
+		e = s + len;
+	} else {
+		if (slot >= DEV_SLOTS)
+			return NULL;
+		s = demo_dev.slot[slot].addr;
+		e = s + demo_dev.slot[slot].len;
+		epoch = demo_dev.slot[slot].epoch;
+	}
 	/* free() of a heap chunk changes no pages, so it is the cause only
 	 * if nothing else (a glibc munmap or trim it led to) overlaps. */
 	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = demo_dev.slot[slot].epoch; i < rel_n; i++)
+		for (size_t i = epoch; i < rel_n; i++)
 			if (rel_log[i].start < e && s < rel_log[i].end &&
 			    (pass || rel_log[i].kind != R_FREE))
 				return &rel_log[i];
@@ -333,7 +342,9 @@ static int message(struct slot *s, unsigned long op, struct result *res)
 				strerror(-ret));
 		return 0;
 	}
-	ret = dev_dma_check(&demo_dev, handle, s->buf + off, len, op);
+	ret = demo_opt.verbs
+		? demo_verbs_dma_check(handle, s->buf + off, len, op)
+		: dev_dma_check(&demo_dev, handle, s->buf + off, len, op);
 	if (ret == 0) {
 		struct release *why = stale_cause(handle);
 
@@ -413,7 +424,10 @@ void demo_child(const struct mode *m, int fd)
 	/* Keep glibc serving >= 128 KiB with mmap for the whole run (its
 	 * dynamic threshold would move them to the heap after one free). */
 	mallopt(M_MMAP_THRESHOLD, 128 << 10);
+	/* The io_uring ring stays: IORING_OP_MADVISE releases buffers. */
 	ret = dev_init(&demo_dev, false);
+	if (!ret && demo_opt.verbs)
+		ret = demo_verbs_init();
 	if (!ret)
 		ret = demo_cache_setup();
 	if (ret) {
@@ -435,9 +449,10 @@ void demo_child(const struct mode *m, int fd)
 	} else if (m->kind == K_UCX) {
 		snprintf(res.info, sizeof(res.info), "UCX %s", ucx_version());
 	}
+	/* --verbs: the regcache rows register inside the registrar. */
 	res.phases_known[P_REG] = res.phases_known[P_DEREG] =
 		m->kind == K_NOCACHE || m->kind == K_NAIVE ||
-		m->kind == K_REGCACHE;
+		(m->kind == K_REGCACHE && !demo_opt.verbs);
 	ret = run_workload(&res);
 	if (ret) {
 		res.status = ret;
@@ -447,7 +462,14 @@ void demo_child(const struct mode *m, int fd)
 	res.regs = atomic_load(&demo_dev.regs);
 	res.reg_bytes = atomic_load(&demo_dev.reg_bytes);
 	demo_cache_teardown(&res);
+	if (demo_opt.verbs && m->kind == K_REGCACHE) {
+		/* Registered by the registrar, not through demo_dev. */
+		res.regs = res.st.registrations;
+		res.reg_bytes = 0;
+	}
 	slots_fini();
+	if (demo_opt.verbs)
+		demo_verbs_fini();
 out:
 	if (write(fd, &res, sizeof(res)) != sizeof(res))
 		_exit(3);

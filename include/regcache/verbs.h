@@ -54,6 +54,11 @@ extern "C" {
  *          may be NULL. Its ops and ctx are ignored.
  * @cache:  out: the new cache.
  *
+ * The device is queried once (ibv_query_device_ex): a max_mr smaller than
+ * max_regions (or its default) becomes max_regions, a get larger than
+ * max_mr_size fails with -E2BIG, and IBV_ACCESS_ON_DEMAND is refused with
+ * -EOPNOTSUPP where the device reports no ODP.
+ *
  * Pinned mode (the default): regions are cached only where the process-wide
  * monitor can watch them (else served pass-through), exactly as for any
  * registrar; max_bytes defaults to 3/4 of RLIMIT_MEMLOCK, which ibv_reg_mr
@@ -129,8 +134,9 @@ uint32_t regcache_region_rkey(const struct regcache_region *region);
  * Return: 0; -EINVAL for NULL pointers, a zero length or one above
  * UINT32_MAX, or a wrapping range; otherwise regcache_get()'s error (-EFAULT
  * for unmapped or read-only memory asked for write access, -ENOMEM when
- * locked memory is exhausted even after eviction, -EOPNOTSUPP for access
- * the device cannot give in ODP mode).
+ * locked memory is exhausted even after eviction, -E2BIG beyond the
+ * device's max_mr_size, -EOPNOTSUPP for access the device cannot give in
+ * ODP mode, or IBV_ACCESS_ON_DEMAND on a device without ODP).
  * Context: as regcache_get(): thread-safe; a hit does not block.
  */
 int regcache_verbs_sge(struct regcache *cache, const void *addr, size_t len,

@@ -18,6 +18,7 @@
 
 #include <regcache/verbs.h>
 
+#include "../budget.h"
 #include "../cache.h"
 #include "../log.h"
 
@@ -38,6 +39,9 @@
  * ibv_advise_mr call. */
 #define RC_VERBS_PREFETCH_CHUNK ((size_t)1 << 30)
 #define RC_VERBS_PREFETCH_SGES 8
+/* regcache_create()'s max_regions without params or environment (cache.c);
+ * a device with a smaller MR table lowers it to its max_mr. */
+#define RC_VERBS_DEFAULT_MAX_REGIONS 65536
 
 enum rc_verbs_mode { RC_ODP_AUTO, RC_ODP_OFF, RC_ODP_IMPLICIT };
 
@@ -46,6 +50,8 @@ struct rc_verbs {
 	pid_t pid;			/* the process whose pd this is */
 	bool odp;			/* implicit ODP mode */
 	bool odp_atomic;		/* the device does atomics on ODP MRs */
+	uint64_t odp_general;		/* odp_caps.general_caps (0: no ODP) */
+	uint64_t max_mr_size;		/* the device's, 0 when unknown */
 	_Atomic bool no_prefetch;	/* ibv_advise_mr said EOPNOTSUPP; a hint
 					   between threads, relaxed */
 	pthread_mutex_t lock;		/* serializes creating implicit MRs */
@@ -219,35 +225,34 @@ static enum rc_verbs_mode wanted_mode(unsigned flags)
 	return RC_ODP_AUTO;
 }
 
-/* true when the device does implicit ODP for everything an RC queue pair
- * does with local memory; registers the local-access implicit MR too, so
- * that a device that claims support but refuses is found now. */
-static bool odp_usable(struct rc_verbs *v)
+/* true when the device (@attr, NULL if it could not be queried) does
+ * implicit ODP for everything an RC queue pair does with local memory;
+ * registers the local-access implicit MR too, so that a device that claims
+ * support but refuses is found now. */
+static bool odp_usable(struct rc_verbs *v, const struct ibv_device_attr_ex *attr)
 {
-	struct ibv_device_attr_ex attr;
 	struct ibv_mr *mr;
 	unsigned missing;
 	int ret;
 
-	memset(&attr, 0, sizeof(attr));
-	ret = ibv_query_device_ex(v->pd->context, NULL, &attr);
-	if (ret) {
-		rc_warn("ibv_query_device_ex failed: %s; registering pinned "
-			"instead of implicit ODP", strerror(ret));
+	if (!attr) {
+		rc_warn("REGCACHE_VERBS_ODP=implicit, but the device could not "
+			"be queried; registering pinned instead of implicit "
+			"ODP");
 		return false;
 	}
-	missing = RC_VERBS_ODP_RC_NEEDED & ~attr.odp_caps.per_transport_caps.rc_odp_caps;
-	if (!(attr.odp_caps.general_caps & IBV_ODP_SUPPORT) ||
-	    !(attr.odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT) ||
+	missing = RC_VERBS_ODP_RC_NEEDED & ~attr->odp_caps.per_transport_caps.rc_odp_caps;
+	if (!(attr->odp_caps.general_caps & IBV_ODP_SUPPORT) ||
+	    !(attr->odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT) ||
 	    missing) {
 		rc_warn("REGCACHE_VERBS_ODP=implicit, but the device reports "
 			"general ODP caps %#llx and RC ODP caps %#x (needs "
 			"implicit ODP and send, recv, write, read); registering "
-			"pinned", (unsigned long long)attr.odp_caps.general_caps,
-			attr.odp_caps.per_transport_caps.rc_odp_caps);
+			"pinned", (unsigned long long)attr->odp_caps.general_caps,
+			attr->odp_caps.per_transport_caps.rc_odp_caps);
 		return false;
 	}
-	v->odp_atomic = !!(attr.odp_caps.per_transport_caps.rc_odp_caps &
+	v->odp_atomic = !!(attr->odp_caps.per_transport_caps.rc_odp_caps &
 			   IBV_ODP_SUPPORT_ATOMIC);
 	ret = implicit_mr(v, IBV_ACCESS_LOCAL_WRITE, &mr);
 	if (ret) {
@@ -257,6 +262,48 @@ static bool odp_usable(struct rc_verbs *v)
 		return false;
 	}
 	return true;
+}
+
+/* The device's name for log lines ("the device" for a context without
+ * one, as the test double's). */
+static const char *dev_name(const struct rc_verbs *v)
+{
+	struct ibv_device *dev = v->pd->context ? v->pd->context->device : NULL;
+
+	return dev ? ibv_get_device_name(dev) : "the device";
+}
+
+/*
+ * The device's limits, read once at creation: max_mr bounds how many
+ * regions the cache keeps (an ibv_reg_mr beyond the device's MR table
+ * fails with ENOMEM, which the cache answers by evicting; keeping fewer
+ * idle regions than the table holds leaves room for the held ones and for
+ * MRs the application registers itself), max_mr_size how large one may
+ * be, and the ODP caps whether IBV_ACCESS_ON_DEMAND can be asked for.
+ */
+static void apply_device_limits(struct rc_verbs *v,
+				const struct ibv_device_attr_ex *attr,
+				struct regcache_params *p)
+{
+	size_t max_mr = attr->orig_attr.max_mr > 0
+				? (size_t)attr->orig_attr.max_mr : 0;
+	size_t asked = p->max_regions ? p->max_regions
+				      : rc_env_size("REGCACHE_MAX_REGIONS");
+
+	v->max_mr_size = attr->orig_attr.max_mr_size;
+	v->odp_general = attr->odp_caps.general_caps;
+	if (!max_mr)
+		return;		/* not reported: the device decides */
+	if (!asked && max_mr < RC_VERBS_DEFAULT_MAX_REGIONS) {
+		p->max_regions = max_mr;
+		rc_info("%s has room for %zu memory regions (max_mr): the "
+			"cache keeps at most that many", dev_name(v), max_mr);
+	} else if (asked > max_mr) {
+		p->max_regions = max_mr;
+		rc_warn("max_regions %zu is more than %s's max_mr %zu: the "
+			"cache keeps at most %zu regions", asked, dev_name(v),
+			max_mr, max_mr);
+	}
 }
 
 /* ---------------------------------------------------------------------
@@ -285,6 +332,22 @@ static int verbs_reg(void *ctx, void *addr, size_t len, unsigned access,
 	access = complete_access(access);
 	if (v->odp)
 		return odp_reg(v, addr, len, access, handle);
+	if ((access & IBV_ACCESS_ON_DEMAND) &&
+	    !(v->odp_general & IBV_ODP_SUPPORT)) {
+		/* The kernel would refuse it too (ib_check_mr_access), with
+		 * an errno that does not say why. */
+		rc_warn("IBV_ACCESS_ON_DEMAND asked for, but %s has no "
+			"on-demand paging (general ODP caps %#llx): ask "
+			"without it to register pinned memory",
+			dev_name(v), (unsigned long long)v->odp_general);
+		return -EOPNOTSUPP;
+	}
+	if (v->max_mr_size && len > v->max_mr_size) {
+		rc_warn("registering %zu bytes: more than %s's largest memory "
+			"region (max_mr_size %llu); register smaller pieces",
+			len, dev_name(v), (unsigned long long)v->max_mr_size);
+		return -E2BIG;
+	}
 
 	errno = 0;
 	mr = ibv_reg_mr_iova2(v->pd, addr, len, (uintptr_t)addr, access);
@@ -352,6 +415,8 @@ int regcache_verbs_create(struct ibv_pd *pd,
 	const unsigned odp_flags = REGCACHE_VERBS_FLAG_ODP_IMPLICIT |
 				   REGCACHE_VERBS_FLAG_ODP_OFF;
 	struct regcache_params p = { 0 };
+	struct ibv_device_attr_ex attr;
+	bool queried;
 	struct rc_verbs *v;
 	int ret;
 
@@ -372,9 +437,18 @@ int regcache_verbs_create(struct ibv_pd *pd,
 	v->pid = getpid();
 	pthread_mutex_init(&v->lock, NULL);
 
+	memset(&attr, 0, sizeof(attr));
+	ret = ibv_query_device_ex(pd->context, NULL, &attr);
+	queried = !ret;
+	if (ret)
+		rc_info("ibv_query_device_ex failed: %s; the device's limits "
+			"(max_mr, max_mr_size, ODP) are not known",
+			strerror(ret > 0 ? ret : EIO));
+	else
+		apply_device_limits(v, &attr, &p);
 	/* auto means pinned: see docs/verbs.md, "Choosing ODP". */
 	if (wanted_mode(p.flags) == RC_ODP_IMPLICIT)
-		v->odp = odp_usable(v);
+		v->odp = odp_usable(v, queried ? &attr : NULL);
 
 	p.flags &= ~odp_flags;
 	p.ops = &verbs_ops;
