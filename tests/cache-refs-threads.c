@@ -25,7 +25,7 @@ static struct t_registrar t;
 static struct regcache *c;
 static char *pool;
 static size_t page;
-static long rounds = T_SCALE(400), per_round = T_SCALE(20000);
+static long rounds, per_round;
 static _Atomic int bad;
 static _Atomic bool stop;
 
@@ -129,6 +129,9 @@ int main(void)
 	pthread_t cons, inv, hit[HITTERS];
 	struct regcache_stats st;
 	struct regcache_region *r;
+
+	rounds = T_SCALE(400);
+	per_round = T_SCALE(20000);
 
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	t_registrar_init(&t, 1024);

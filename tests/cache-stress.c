@@ -20,7 +20,7 @@ static struct t_registrar t;
 static struct regcache *c;
 static char *pool;
 static size_t page;
-static long iterations = T_SCALE(200000);
+static long iterations;
 static _Atomic int bad;
 
 static void check(struct regcache_region *r, const void *p, size_t len,
@@ -83,8 +83,7 @@ int main(int argc, char **argv)
 	pthread_t th[THREADS];
 	struct regcache_stats st;
 
-	if (argc > 1)
-		iterations = atol(argv[1]);
+	iterations = argc > 1 ? atol(argv[1]) : T_SCALE(200000);
 	page = sysconf(_SC_PAGESIZE);
 	pool = t_map(BUFS * 2 * page + page);
 	t_registrar_init(&t, 256);

@@ -74,7 +74,7 @@ static inline int t_exit_status(void)
 #define T_SCALE_BUILD 1
 #define T_SECONDS(s) ((double)(s))
 #endif
-#define T_SCALE(n) t_scale((long)(n) / T_SCALE_BUILD)
+#define T_SCALE(n) ((__typeof__(n))t_scale((long)(n) / T_SCALE_BUILD))
 int t_scale(long n);
 
 /* A timed stress run's only argument, [--seconds S]: S, or @dflt without

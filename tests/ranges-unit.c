@@ -496,7 +496,7 @@ int main(int argc, char **argv)
 {
 	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 0;
 	unsigned steps = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 0) :
-				    T_SCALE(200000);
+				    (unsigned)T_SCALE(200000);
 
 	if (!seed) {
 		struct timespec ts;

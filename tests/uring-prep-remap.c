@@ -40,7 +40,7 @@ static int positive(void)
 
 	t_ring_init(&ring);
 	c = t_uring_cache(&ring, 0, 0, 0);
-	for (unsigned i = 0; i < T_SCALE(ROUNDS); i++) {
+	for (int i = 0; i < T_SCALE(ROUNDS); i++) {
 		if (!t_prep_read_visible(&ring, c, buf + 100, 3 * pg, i))
 			lost++;
 		remap(buf, len);

@@ -36,7 +36,7 @@ static void *worker(void *arg)
 				IBV_ACCESS_REMOTE_WRITE;
 
 	pthread_barrier_wait(&start);
-	for (unsigned i = 0; i < T_SCALE(ITERS); i++) {
+	for (unsigned i = 0; i < (unsigned)T_SCALE(ITERS); i++) {
 		/* Shared pages 0..7 and a private page per thread. */
 		size_t page = (i & 1) ? (i >> 1) % 8 : 16 + id;
 		struct regcache_region *r;
