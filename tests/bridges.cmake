@@ -165,3 +165,34 @@ if(REGCACHE_SANITIZE MATCHES address)
     endif()
   endforeach()
 endif()
+
+# Real middleware over a real RDMA device (Soft-RoCE in tests/vm/run.sh):
+# UCP, Open MPI's pml ucx and libfabric's verbs provider send through
+# buffers changed between messages (bridge_churn.c), every byte checked.
+# Each skips (77) without an RDMA device; the hooks configurations are the
+# negative controls (raw syscalls corrupt messages), the bridge ones must
+# show none. Labelled rdma; the guest runs them with ctest -L rdma.
+set(RXE_UCX_ENV "UCX_TLS=rc_verbs,self;UCX_NET_DEVICES=rxe0:1;UCX_RNDV_THRESH=8192")
+if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
+  find_library(TEST_UCX_UCP ucp HINTS ${TOOLS_UCX_LIBRARY_DIRS})
+endif()
+if(TEST_UCX_UCP)
+  add_executable(ucp-rxe ucp-rxe.c bridge_churn.c)
+  target_include_directories(ucp-rxe PRIVATE ${TOOLS_UCX_INCLUDE})
+  target_link_libraries(ucp-rxe PRIVATE ${TEST_UCX_UCP} ${TOOLS_UCX_UCS})
+  add_test(NAME ucp-rxe COMMAND ucp-rxe stale)
+  set_tests_properties(ucp-rxe PROPERTIES
+    ENVIRONMENT "${RXE_UCX_ENV};UCX_MEM_MMAP_HOOK_MODE=bistro")
+  set_tests_properties(ucp-rxe PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+    LABELS "rdma;ucx;bridge")
+  foreach(m bpf userfaultfd)
+    add_test(NAME ucp-rxe-run@${m} COMMAND ${PROJECT_BINARY_DIR}/tools/regcache-run
+      $<TARGET_FILE:ucp-rxe> clean)
+    set_tests_properties(ucp-rxe-run@${m} PROPERTIES
+      ENVIRONMENT "${RXE_UCX_ENV};REGCACHE_MONITOR=${m};REGCACHE_LOG=info"
+      PASS_REGULAR_EXPRESSION "UCX unmap events come from regcache monitor \"${m}\".*ucp-rxe: PASS"
+      FAIL_REGULAR_EXPRESSION "FAIL"
+      SKIP_REGULAR_EXPRESSION "No RDMA device found"
+      TIMEOUT 600 LABELS "rdma;ucx;bridge;monitor;${m}")
+  endforeach()
+endif()
