@@ -197,6 +197,27 @@ if(TEST_UCX_UCP)
   endforeach()
 endif()
 
+# libfabric's verbs provider under ofi_rxm, the same loop: libfabric's own
+# monitor (memhooks) as the negative control, the bridge under regcache-run.
+if(TEST_FABRIC_LINK_LIBRARIES)
+  add_executable(fabric-rxe fabric-rxe.c bridge_churn.c)
+  target_include_directories(fabric-rxe PRIVATE ${REGCACHE_FABRIC_PC_INCLUDE_DIRS})
+  target_link_libraries(fabric-rxe PRIVATE ${TEST_FABRIC_LINK_LIBRARIES})
+  add_test(NAME fabric-rxe COMMAND fabric-rxe stale)
+  set_tests_properties(fabric-rxe PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+    LABELS "rdma;fabric;bridge")
+  foreach(m bpf userfaultfd)
+    add_test(NAME fabric-rxe-run@${m} COMMAND ${PROJECT_BINARY_DIR}/tools/regcache-run
+      $<TARGET_FILE:fabric-rxe> clean)
+    set_tests_properties(fabric-rxe-run@${m} PROPERTIES
+      ENVIRONMENT "REGCACHE_MONITOR=${m};REGCACHE_LOG=info"
+      PASS_REGULAR_EXPRESSION "libfabric's MR cache uses regcache monitor \"${m}\".*fabric-rxe: PASS"
+      FAIL_REGULAR_EXPRESSION "FAIL"
+      SKIP_REGULAR_EXPRESSION "No RDMA device found"
+      TIMEOUT 600 LABELS "rdma;fabric;bridge;monitor;${m}")
+  endforeach()
+endif()
+
 # An Open MPI job of 2 ranks on this node (tests/mpi-rxe.sh), with the
 # middleware's own hooks (the negative control: 60 of 160 corrupted) and
 # under regcache-run (none), through pml ucx (rc_verbs, ud_verbs for the
