@@ -7,9 +7,10 @@
  * workers of one context, so both ends share UCX's caches and go through
  * the device (self does not reach another worker), connected through
  * rdma_cm (a listener on the device's address, RXE_ADDR, default
- * 10.77.0.1): an endpoint made from a worker address needs an auxiliary
- * transport for its wireup, and UCX 1.13's ud_verbs loses every packet on
- * Soft-RoCE here (docs/bridges.md). Each message is large
+ * 10.77.0.1), which needs no auxiliary transport: an endpoint made from a
+ * worker address needs ud_verbs for its wireup, as Open MPI's are
+ * (mpi-rxe), and UCX 1.13's ud_verbs drops every packet rxe delivers
+ * unless UCX_UD_VERBS_ETH_DGID_CHECK=n (docs/bridges.md). Each message is large
  * enough for rendezvous (the receiver RDMA-READs the sender's registered
  * buffer into its own registered buffer), and the receiver checks every
  * byte.
