@@ -165,3 +165,87 @@ if(REGCACHE_SANITIZE MATCHES address)
     endif()
   endforeach()
 endif()
+
+# Real middleware over a real RDMA device (Soft-RoCE in tests/vm/run.sh):
+# UCP, Open MPI's pml ucx and libfabric's verbs provider send through
+# buffers changed between messages (bridge_churn.c), every byte checked.
+# Each skips (77) without an RDMA device; the hooks configurations are the
+# negative controls (raw syscalls corrupt messages), the bridge ones must
+# show none. Labelled rdma; the guest runs them with ctest -L rdma.
+set(RXE_UCX_ENV "UCX_TLS=rc_verbs,self;UCX_NET_DEVICES=rxe0:1;UCX_RNDV_THRESH=8192")
+if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
+  find_library(TEST_UCX_UCP ucp HINTS ${TOOLS_UCX_LIBRARY_DIRS})
+endif()
+if(TEST_UCX_UCP)
+  add_executable(ucp-rxe ucp-rxe.c bridge_churn.c)
+  target_include_directories(ucp-rxe PRIVATE ${TOOLS_UCX_INCLUDE})
+  target_link_libraries(ucp-rxe PRIVATE ${TEST_UCX_UCP} ${TOOLS_UCX_UCS})
+  add_test(NAME ucp-rxe COMMAND ucp-rxe stale)
+  set_tests_properties(ucp-rxe PROPERTIES
+    ENVIRONMENT "${RXE_UCX_ENV};UCX_MEM_MMAP_HOOK_MODE=bistro")
+  set_tests_properties(ucp-rxe PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+    LABELS "rdma;ucx;bridge")
+  foreach(m bpf userfaultfd)
+    add_test(NAME ucp-rxe-run@${m} COMMAND ${PROJECT_BINARY_DIR}/tools/regcache-run
+      $<TARGET_FILE:ucp-rxe> clean)
+    set_tests_properties(ucp-rxe-run@${m} PROPERTIES
+      ENVIRONMENT "${RXE_UCX_ENV};REGCACHE_MONITOR=${m};REGCACHE_LOG=info"
+      PASS_REGULAR_EXPRESSION "UCX unmap events come from regcache monitor \"${m}\".*ucp-rxe: PASS"
+      FAIL_REGULAR_EXPRESSION "FAIL"
+      SKIP_REGULAR_EXPRESSION "No RDMA device found"
+      TIMEOUT 600 LABELS "rdma;ucx;bridge;monitor;${m}")
+  endforeach()
+endif()
+
+# libfabric's verbs provider under ofi_rxm, the same loop: libfabric's own
+# monitor (memhooks) as the negative control, the bridge under regcache-run.
+if(TEST_FABRIC_LINK_LIBRARIES)
+  add_executable(fabric-rxe fabric-rxe.c bridge_churn.c)
+  target_include_directories(fabric-rxe PRIVATE ${REGCACHE_FABRIC_PC_INCLUDE_DIRS})
+  target_link_libraries(fabric-rxe PRIVATE ${TEST_FABRIC_LINK_LIBRARIES})
+  add_test(NAME fabric-rxe COMMAND fabric-rxe stale)
+  set_tests_properties(fabric-rxe PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+    LABELS "rdma;fabric;bridge")
+  foreach(m bpf userfaultfd)
+    add_test(NAME fabric-rxe-run@${m} COMMAND ${PROJECT_BINARY_DIR}/tools/regcache-run
+      $<TARGET_FILE:fabric-rxe> clean)
+    set_tests_properties(fabric-rxe-run@${m} PROPERTIES
+      ENVIRONMENT "REGCACHE_MONITOR=${m};REGCACHE_LOG=info"
+      PASS_REGULAR_EXPRESSION "libfabric's MR cache uses regcache monitor \"${m}\".*fabric-rxe: PASS"
+      FAIL_REGULAR_EXPRESSION "FAIL"
+      SKIP_REGULAR_EXPRESSION "No RDMA device found"
+      TIMEOUT 600 LABELS "rdma;fabric;bridge;monitor;${m}")
+  endforeach()
+endif()
+
+# An Open MPI job of 2 ranks on this node (tests/mpi-rxe.sh), with the
+# middleware's own hooks (the negative control: 60 of 160 corrupted) and
+# under regcache-run (none), through pml ucx (rc_verbs, ud_verbs for the
+# wireup) and through pml cm + mtl ofi (libfabric's verbs;ofi_rxm). The
+# bridge's own line must be in the output of each rank, so that a run in
+# which the bridge stood back cannot pass.
+find_package(MPI COMPONENTS C QUIET)
+if(MPI_C_FOUND)
+  add_executable(mpi-rxe mpi-rxe.c bridge_churn.c)
+  target_link_libraries(mpi-rxe PRIVATE MPI::MPI_C)
+  set(mpi_rxe ${CMAKE_CURRENT_SOURCE_DIR}/mpi-rxe.sh $<TARGET_FILE:mpi-rxe>)
+  set(mpi_run ${PROJECT_BINARY_DIR}/tools/regcache-run)
+  set(mpi_line_ucx "regcache-ucx: UCX unmap events come from regcache monitor")
+  set(mpi_line_ofi "regcache-fabric: libfabric's MR cache uses regcache monitor")
+  foreach(stack ucx ofi)
+    add_test(NAME mpi-rxe-${stack} COMMAND ${mpi_rxe} - stale ${stack})
+    set_tests_properties(mpi-rxe-${stack} PROPERTIES
+      SKIP_RETURN_CODE 77 TIMEOUT 900 LABELS "rdma;mpi;bridge")
+    foreach(m bpf userfaultfd)
+      set(line "${mpi_line_${stack}} \"${m}\"")
+      add_test(NAME mpi-rxe-${stack}-run@${m}
+        COMMAND ${mpi_rxe} ${mpi_run} clean ${stack})
+      set_tests_properties(mpi-rxe-${stack}-run@${m} PROPERTIES
+        ENVIRONMENT "REGCACHE_MONITOR=${m};REGCACHE_LOG=info"
+        PASS_REGULAR_EXPRESSION "${line}.*${line}.*mpi-rxe: PASS"
+        FAIL_REGULAR_EXPRESSION "FAIL"
+        SKIP_REGULAR_EXPRESSION "No RDMA device found"
+        TIMEOUT 900 LABELS "rdma;mpi;bridge;monitor;${m}")
+    endforeach()
+  endforeach()
+endif()

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: UCX's UCP tag messages over a real RDMA device (rc_verbs on
+ * Soft-RoCE in tests/vm), with UCX's registration cache doing real
+ * ibv_reg_mr, through buffers that are freed, unmapped, remapped and
+ * madvised between messages, libc and raw syscalls (bridge_churn.c). Two
+ * workers of one context, so both ends share UCX's caches and go through
+ * the device (self does not reach another worker), connected through
+ * rdma_cm (a listener on the device's address, RXE_ADDR, default
+ * 10.77.0.1), which needs no auxiliary transport: an endpoint made from a
+ * worker address needs ud_verbs for its wireup, as Open MPI's are
+ * (mpi-rxe), and UCX 1.13's ud_verbs drops every packet rxe delivers
+ * unless UCX_UD_VERBS_ETH_DGID_CHECK=n (docs/bridges.md). Each message is large
+ * enough for rendezvous (the receiver RDMA-READs the sender's registered
+ * buffer into its own registered buffer), and the receiver checks every
+ * byte.
+ *
+ *   ucp-rxe stale|clean [rounds] [bytes]
+ *
+ * stale: UCX's own hooks (the negative control): messages after raw
+ * syscalls must be corrupted. clean: under regcache-run, none may be.
+ * Skips (77) with "No RDMA device found" where /sys/class/infiniband is
+ * empty.
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ucp/api/ucp.h>
+
+#include "bridge_churn.h"
+
+static bool have_rdma_device(void)
+{
+	DIR *d = opendir("/sys/class/infiniband");
+	struct dirent *e;
+	bool found = false;
+
+	if (!d)
+		return false;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			found = true;
+	closedir(d);
+	return found;
+}
+
+static ucp_worker_h wa, wb;
+static ucp_ep_h ep_b;
+static ucs_status_t accept_status = UCS_INPROGRESS;
+
+static void on_conn(ucp_conn_request_h req, void *arg)
+{
+	ucp_ep_params_t p = {
+		.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST,
+		.conn_request = req,
+	};
+
+	(void)arg;
+	accept_status = ucp_ep_create(wb, &p, &ep_b);
+}
+
+static ucs_status_t wait_req(void *req)
+{
+	ucs_status_t st;
+
+	if (req == NULL)
+		return UCS_OK;
+	if (UCS_PTR_IS_ERR(req))
+		return UCS_PTR_STATUS(req);
+	do {
+		ucp_worker_progress(wa);
+		ucp_worker_progress(wb);
+		st = ucp_request_check_status(req);
+	} while (st == UCS_INPROGRESS);
+	ucp_request_free(req);
+	return st;
+}
+
+#define CHECK_UCS(call)                                                        \
+	do {                                                                   \
+		ucs_status_t st_ = (call);                                     \
+		if (st_ != UCS_OK) {                                           \
+			fprintf(stderr, "%s: %s (FAIL)\n", #call,              \
+				ucs_status_string(st_));                       \
+			return 1;                                              \
+		}                                                              \
+	} while (0)
+
+int main(int argc, char **argv)
+{
+	bool expect_stale;
+	unsigned rounds = argc > 2 ? (unsigned)atoi(argv[2]) : 21;
+	size_t len = argc > 3 ? (size_t)atol(argv[3]) : 65536;
+	ucp_params_t params = {
+		.field_mask = UCP_PARAM_FIELD_FEATURES,
+		.features = UCP_FEATURE_TAG,
+	};
+	ucp_worker_params_t wparams = {
+		.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+		.thread_mode = UCS_THREAD_MODE_SINGLE,
+	};
+	ucp_config_t *config;
+	ucp_context_h ctx;
+	const char *ip = getenv("RXE_ADDR") ? getenv("RXE_ADDR") : "10.77.0.1";
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	ucp_listener_h listener;
+	ucp_listener_attr_t lattr = {
+		.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR,
+	};
+	ucp_ep_h ep;
+	struct churn tx, rx;
+	unsigned long bad, raw;
+
+	if (argc < 2 || (strcmp(argv[1], "stale") && strcmp(argv[1], "clean"))) {
+		fprintf(stderr, "usage: ucp-rxe stale|clean [rounds] [bytes]\n");
+		return 2;
+	}
+	expect_stale = !strcmp(argv[1], "stale");
+	if (!have_rdma_device()) {
+		printf("No RDMA device found (/sys/class/infiniband is empty): "
+		       "skipped; tests/vm/run.sh gives a Soft-RoCE device\n");
+		return 77;
+	}
+	if (churn_init(&tx, CHURN_SENDER, len) ||
+	    churn_init(&rx, CHURN_RECEIVER, len)) {
+		fprintf(stderr, "churn_init failed (FAIL)\n");
+		return 1;
+	}
+
+	CHECK_UCS(ucp_config_read(NULL, NULL, &config));
+	CHECK_UCS(ucp_init(&params, config, &ctx));
+	ucp_config_release(config);
+	CHECK_UCS(ucp_worker_create(ctx, &wparams, &wa));
+	CHECK_UCS(ucp_worker_create(ctx, &wparams, &wb));
+	if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1) {
+		fprintf(stderr, "RXE_ADDR=%s is not an IPv4 address (FAIL)\n", ip);
+		return 1;
+	}
+	ucp_listener_params_t lparams = {
+		.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+			      UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
+		.sockaddr = { (struct sockaddr *)&sin, sizeof(sin) },
+		.conn_handler = { on_conn, NULL },
+	};
+	CHECK_UCS(ucp_listener_create(wb, &lparams, &listener));
+	CHECK_UCS(ucp_listener_query(listener, &lattr));
+	ucp_ep_params_t eparams = {
+		.field_mask = UCP_EP_PARAM_FIELD_FLAGS |
+			      UCP_EP_PARAM_FIELD_SOCK_ADDR,
+		.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER,
+		.sockaddr = { (struct sockaddr *)&lattr.sockaddr,
+			      sizeof(struct sockaddr_in) },
+	};
+	CHECK_UCS(ucp_ep_create(wa, &eparams, &ep));
+	while (accept_status == UCS_INPROGRESS) {
+		ucp_worker_progress(wa);
+		ucp_worker_progress(wb);
+	}
+	CHECK_UCS(accept_status);
+
+	for (unsigned r = 0; r < rounds; r++) {
+		for (int k = 0; k < CHURN_NKINDS; k++) {
+			ucp_request_param_t p = { .op_attr_mask = 0 };
+			ucp_tag_t tag = (ucp_tag_t)r << 8 | (ucp_tag_t)k;
+			char *sbuf = churn_next(&tx, r, k);
+			char *rbuf = churn_next(&rx, r, k);
+			void *rreq, *sreq;
+
+			if (!sbuf || !rbuf)
+				return 1;
+			rreq = ucp_tag_recv_nbx(wb, rbuf, len, tag, ~0ull, &p);
+			sreq = ucp_tag_send_nbx(ep, sbuf, len, tag, &p);
+			CHECK_UCS(wait_req(sreq));
+			CHECK_UCS(wait_req(rreq));
+			churn_check(&rx, r, k, rbuf);
+		}
+		if (r == 0)
+			ucp_ep_print_info(ep, stdout);
+	}
+
+	bad = churn_report(&rx, expect_stale ?
+			   "ucp-rxe: UCX's own memory hooks" :
+			   "ucp-rxe: regcache's bridge", &raw);
+	printf("ucp-rxe: %lu corrupted\n", bad);
+	if (rx.bad[CHURN_NONE][CHURN_SENDER] || rx.bad[CHURN_NONE][CHURN_RECEIVER]) {
+		printf("ucp-rxe: a message with no change was corrupted (FAIL)\n");
+		return 1;
+	}
+	if (expect_stale ? raw == 0 : bad != 0) {
+		printf("ucp-rxe: expected %s (FAIL)\n", expect_stale ?
+		       "corruption after raw syscalls (UCX's hooks cannot see them)" :
+		       "no corrupted message");
+		return 1;
+	}
+	printf("ucp-rxe: PASS\n");
+	/* Exit without tearing down: the pending wireup of a closed endpoint
+	 * is not what this checks. */
+	return 0;
+}
