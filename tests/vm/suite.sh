@@ -26,10 +26,15 @@ fi
 cmake --build "$build" -j "$(nproc)" >/dev/null
 
 # What CI runs: everything a stock kernel changes (monitors, daemon, RDMA,
-# bridges, chaos), not the pure data-structure and fuzz tests, whose result
-# does not depend on the kernel and which the host runs in three builds.
-ci_labels='monitor|bpf|uffd|regcached|verbs|rdma|bridge|chaos|fork|limits|info'
-ci_exclude='fuzz|valgrind|@.*\+(jemalloc|mimalloc|tcmalloc)'
+# MPI and the bridges, chaos), not the pure data-structure and fuzz tests,
+# whose result does not depend on the kernel and which the host runs in
+# three builds. Left to `full`: the allocator variants, and the tests
+# whose point is an interleaving that emulation makes too slow to reach
+# or reaches differently (monitor-race's 100000 reuses outran 300 s under
+# TCG; bridge-fabric-gap-nocheck's negative control needs the host's
+# timing to go stale).
+ci_labels='monitor|bpf|uffd|regcached|verbs|rdma|mpi|bridge|chaos|fork|limits|info'
+ci_exclude='fuzz|valgrind|@.*\+(jemalloc|mimalloc|tcmalloc)|^monitor-race@|^bridge-fabric-gap-nocheck$'
 ctest_args=(--test-dir "$build" --timeout 900 --output-on-failure)
 if [ "$subset" = ci ]; then
 	ctest_args+=(-L "$ci_labels" -E "$ci_exclude")
