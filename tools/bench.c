@@ -16,7 +16,9 @@
  *            io_uring fixed buffers of 4 KiB)
  *   monitor  per monitor (REGCACHE_MONITOR=bpf / userfaultfd) and for UCX's
  *            hooks: hit cost, miss overhead, added munmap/madvise latency,
- *            growth of the VMA count
+ *            growth of the VMA count; and, on io_uring buffers hit in a
+ *            scattered order, the hits of a thread started after the
+ *            creator cached them, on the creator's CPU and on the other
  *   regcached (only when named in --only; root) the node service against
  *            the in-process bpf monitor: the syscall tax on an unrelated
  *            process with 1-64 idle clients, hit, munmap, connect-to-ready,
@@ -248,6 +250,29 @@ static void uffd_hit_target(const char *text, const char *hit_key,
 	target(text, hit / getppid, 1.5, true, d);
 }
 
+/* Issue 18: hits of a thread started after the creator cached its
+ * buffers (bpf monitor, io_uring, 1000 buffers in a scattered order). */
+static void late_thread_targets(void)
+{
+	double cr = val("mon_late_creator", "bpf");
+	double same = val("mon_late_same_cpu", "bpf");
+	double cr_on = val("mon_late_creator_on_cpu", "bpf");
+	double other = val("mon_late_other_cpu", "bpf");
+	double other_on = val("mon_late_other_on_cpu", "bpf");
+	double wait = val("mon_late_other_waiting", "bpf");
+	char d[160];
+
+	snprintf(d, sizeof(d), "bpf, io_uring, 1000 scattered: %.1f ns vs "
+		 "%.1f ns from the creator", same, cr);
+	target("thread started after caching: hit <= 1.25x the creator's",
+	       same / cr, 1.25, true, d);
+	snprintf(d, sizeof(d), "%.1f vs %.1f ns on the CPU; wall %.1f ns, "
+		 "%.1f ns of it waiting for the CPU", other_on, cr_on, other,
+		 wait);
+	target("  ... on the other CPU, time on the CPU", other_on / cr_on,
+	       1.25, true, d);
+}
+
 static void compute_targets(void)
 {
 	char d[160];
@@ -291,6 +316,7 @@ static void compute_targets(void)
 	target("miss overhead <= UCX's (null device)", mn / un, 1, true, d);
 	snprintf(d, sizeof(d), "%.0f vs UCX %.0f ns", mf, uf);
 	target("miss while filling to 1M <= UCX's", mf / uf, 1, true, d);
+	late_thread_targets();
 	uffd_hit_target("userfaultfd hit <= 1.5x getppid()",
 			"mon_hit_1t_same", "mon_getppid");
 	uffd_hit_target("  ... in a process with a second thread",
@@ -331,6 +357,12 @@ static void print_table(const char *machine, const char **errors, int nerr)
 	row_mon("hit, 1 thread, 1000 buffers, ns", "mon_hit_1t_1000", false);
 	row_mon("  ... with NO_HIT_PROBE, ns", "mon_hit_noprobe_1000", false);
 	row_mon("hit, same buffer, 2-thread process", "mon_hit_mt_same", false);
+	row_mon("io_uring, 1000 scattered: creator", "mon_late_creator",
+		false);
+	row_mon("  thread started later, same CPU", "mon_late_same_cpu", false);
+	row_mon("  ... on the other CPU", "mon_late_other_cpu", false);
+	row_mon("  ... its time on that CPU", "mon_late_other_on_cpu", false);
+	row_mon("  ... its wait for that CPU", "mon_late_other_waiting", false);
 	row_mon("getppid() in the same process, ns", "mon_getppid", false);
 	row_mon("miss overhead, io_uring 4 KiB, ns", "mon_miss_uring4k", false);
 	row_mon("munmap 1 page, not cached, ns", "munmap_uncached", true);

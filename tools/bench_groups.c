@@ -497,6 +497,157 @@ static void *idle_thread(void *arg)
 	return NULL;
 }
 
+/* ns per get+put over @n gets on @nbuf one-page buffers @stride pages
+ * apart, visited in a scattered order (i * 7919 % nbuf: 7919 is prime, so
+ * every buffer once per pass), as a middleware's buffers come back to it. */
+static double hit_loop_scattered(struct bcache *c, char *base, int nbuf,
+				 long stride, long n)
+{
+	size_t step = (size_t)stride * page;
+	double t0;
+	void *r;
+	int i = 0;
+
+	t0 = now_ns();
+	for (long k = 0; k < n; k++) {
+		int ret = bget(c, base + (size_t)(i * 7919L % nbuf) * step,
+			       page, &r);
+
+		if (__builtin_expect(ret, 0))
+			die("get in a hit loop", -ret);
+		bput(c, r);
+		if (++i == nbuf)
+			i = 0;
+	}
+	return (now_ns() - t0) / n;
+}
+
+/* The calling thread's time on a CPU and waiting for one, ns, from
+ * /proc/thread-self/schedstat; false where the kernel has no schedstat. */
+static bool thread_sched(double *on_cpu, double *waiting)
+{
+	unsigned long long on, wait;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	bool ok = f && fscanf(f, "%llu %llu", &on, &wait) == 2;
+
+	if (f)
+		fclose(f);
+	if (ok) {
+		*on_cpu = (double)on;
+		*waiting = (double)wait;
+	}
+	return ok;
+}
+
+/* One timed scattered hit loop: wall, on-CPU and run-queue ns per hit
+ * (the last two NAN without schedstat). */
+struct timed {
+	double wall, on_cpu, waiting;
+};
+
+static struct timed timed_scattered(struct bcache *c, char *area, long n)
+{
+	double on0, wait0, on1, wait1;
+	bool ok = thread_sched(&on0, &wait0);
+	struct timed t;
+
+	t.wall = hit_loop_scattered(c, area, NBUF, 2, n);
+	ok = thread_sched(&on1, &wait1) && ok;
+	t.on_cpu = ok ? (on1 - on0) / n : NAN;
+	t.waiting = ok ? (wait1 - wait0) / n : NAN;
+	return t;
+}
+
+struct late_thread {
+	struct bcache *c;
+	char *area;
+	long n;
+	int cpu;		/* -1: the creator's */
+	struct timed t;
+};
+
+static void *late_thread_fn(void *arg)
+{
+	struct late_thread *l = arg;
+
+	if (l->cpu >= 0)
+		pin_cpu(l->cpu);
+	l->t = timed_scattered(l->c, l->area, l->n);
+	return NULL;
+}
+
+/* A thread started now does the hits; @cpu as in struct late_thread. */
+static struct timed late_hits(struct bcache *c, char *area, long n, int cpu)
+{
+	struct late_thread l = { .c = c, .area = area, .n = n, .cpu = cpu };
+	pthread_t t;
+	int ret;
+
+	if ((ret = pthread_create(&t, NULL, late_thread_fn, &l)))
+		die("pthread_create", ret);
+	pthread_join(t, NULL);
+	return l.t;
+}
+
+/*
+ * Issue 18: the creator caches 1000 one-page io_uring buffers and hits them
+ * in a scattered order; then a thread started only now does the same hits,
+ * as a progress thread or a pool thread started after the application
+ * registered its buffers. Each round times the creator and two such
+ * threads: one on the creator's CPU (the cache's cost: the target), one on
+ * the other CPU, with its time on that CPU and its wait for it, which
+ * show what the scheduler adds to a wall-clock figure there.
+ */
+static void late_thread_figures(const char *who)
+{
+	struct timed cr[MAX_REPS], same[MAX_REPS], other[MAX_REPS];
+	double v[6][MAX_REPS];
+	long n = scaled(1000000);
+	int reps = bench_opt.reps, ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	struct bcache c;
+	char *area;
+
+	if (!have_ring_dev)
+		return;
+	bcache_create(&c, false, &ring_dev, 1 << 16, 0);
+	area = map_area((size_t)NBUF * 2 * page);
+	for (int i = 0; i < NBUF; i++)
+		area[(size_t)i * 2 * page] = 1;
+	warm(&c, area, NBUF, 2);
+	hit_loop_scattered(&c, area, NBUF, 2, n / 4);
+	for (int rep = 0; rep < reps; rep++) {
+		cr[rep] = timed_scattered(&c, area, n);
+		same[rep] = late_hits(&c, area, n, -1);
+		if (ncpu > 1)
+			other[rep] = late_hits(&c, area, n, 1);
+	}
+	for (int rep = 0; rep < reps; rep++) {
+		v[0][rep] = cr[rep].wall;
+		v[1][rep] = cr[rep].on_cpu;
+		v[2][rep] = same[rep].wall;
+		if (ncpu < 2)
+			continue;
+		v[3][rep] = other[rep].wall;
+		v[4][rep] = other[rep].on_cpu;
+		v[5][rep] = other[rep].waiting;
+	}
+	emit("mon_late_creator", who, median(v[0], reps), "ns");
+	emit("mon_late_same_cpu", who, median(v[2], reps), "ns");
+	if (!isnan(v[1][0]))
+		emit("mon_late_creator_on_cpu", who, median(v[1], reps), "ns");
+	if (ncpu > 1) {
+		emit("mon_late_other_cpu", who, median(v[3], reps), "ns");
+		if (!isnan(v[4][0])) {
+			emit("mon_late_other_on_cpu", who, median(v[4], reps),
+			     "ns");
+			emit("mon_late_other_waiting", who, median(v[5], reps),
+			     "ns");
+		}
+	}
+	bcache_destroy(&c);
+	munmap(area, (size_t)NBUF * 2 * page);
+}
+
 static void monitor_figures(struct bcache *c, const char *who)
 {
 	int n = (int)scaled(2000);
@@ -596,6 +747,8 @@ static void group_monitor(const char *who)
 	monitor_figures(&c, who);
 	bcache_destroy(&c);
 
+	if (!ucx)
+		late_thread_figures(who);
 	if (!ucx) {
 		bcache_create(&c, false, &null_dev, 1 << 16,
 			      REGCACHE_FLAG_NO_HIT_PROBE);
