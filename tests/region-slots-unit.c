@@ -5,10 +5,10 @@
  * regions' shared_refs (src/region.c, built into this program): the
  * condition for issue 18's "a hit from a thread that did not create the
  * region costs what the creator's does". The main thread makes 1000
- * regions live and drops its references; then, twice, a new thread takes
- * and drops one reference on each, in the scattered order i * 7919 % 1000,
- * and every count must be in its slot (shared_refs 0, slot count 1) and
- * come back out of it. A negative control in the same thread proves the
+ * regions live and drops its references; then each of two new threads, one
+ * after the other, takes and drops one reference on each, three passes in
+ * the scattered order i * 7919 % 1000, and every count must be in its slot
+ * (shared_refs 0, slot count 1) and come back out of it. A negative control in the same thread proves the
  * checks can fail: a second region held in the same slot is counted in
  * shared_refs, and the same checks see it there. A thread that exits
  * holding a reference leaves it in shared_refs (refs stays 1).
