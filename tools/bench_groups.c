@@ -747,9 +747,8 @@ static void group_monitor(const char *who)
 	monitor_figures(&c, who);
 	bcache_destroy(&c);
 
-	if (!ucx)
-		late_thread_figures(who);
 	if (!ucx) {
+		late_thread_figures(who);
 		bcache_create(&c, false, &null_dev, 1 << 16,
 			      REGCACHE_FLAG_NO_HIT_PROBE);
 		warm(&c, area, NBUF, 2);
