@@ -264,28 +264,39 @@ static void uffd_hit_target(const char *text, const char *hit_key,
 }
 
 /* Issue 18: hits of a thread started after the creator cached its
- * buffers (bpf monitor, io_uring, 1000 buffers in a scattered order). */
+ * buffers (bpf monitor, io_uring, 1000 buffers in a scattered order). The
+ * target compares time on the CPU where the kernel has schedstat: on a
+ * loaded machine the wall clock also counts the other work that the
+ * scheduler runs on that CPU, more of it in one thread than the other. */
 static void late_thread_targets(void)
 {
 	double cr = val("mon_late_creator", "bpf");
-	double same = val("mon_late_same_cpu", "bpf");
 	double cr_on = val("mon_late_creator_on_cpu", "bpf");
-	double other = val("mon_late_other_cpu", "bpf");
+	double same = val("mon_late_same", "bpf");
+	double same_on = val("mon_late_same_on_cpu", "bpf");
+	double other = val("mon_late_other", "bpf");
 	double other_on = val("mon_late_other_on_cpu", "bpf");
 	double wait = val("mon_late_other_waiting", "bpf");
 	char d[160];
 
-	snprintf(d, sizeof(d), "bpf, io_uring, 1000 scattered: %.1f ns vs "
-		 "%.1f ns from the creator", same, cr);
-	target("thread started after caching: hit <= 1.25x the creator's",
-	       same / cr, 1.25, true, d);
-	/* Not a target: on the other CPU the wall clock also counts the
-	 * wait for that CPU, and the CPU time that vCPU's speed. */
+	if (isnan(cr_on) || isnan(same_on)) {
+		snprintf(d, sizeof(d), "bpf, io_uring, 1000 scattered: wall "
+			 "%.1f vs %.1f ns from the creator (no schedstat)",
+			 same, cr);
+		target("thread started after caching: hit <= 1.25x the "
+		       "creator's", same / cr, 1.25, true, d);
+	} else {
+		snprintf(d, sizeof(d), "bpf, io_uring, 1000 scattered: %.1f "
+			 "vs %.1f ns on the CPU; wall %.1f vs %.1f ns",
+			 same_on, cr_on, same, cr);
+		target("thread started after caching: hit <= 1.25x the "
+		       "creator's", same_on / cr_on, 1.25, true, d);
+	}
+	/* Not a target: another vCPU's speed is not the cache's either. */
 	snprintf(d, sizeof(d), "%.1f vs %.1f ns on the CPU; wall %.1f ns, "
 		 "%.1f ns of it waiting for the CPU", other_on, cr_on, other,
 		 wait);
-	target_info("  ... on the other CPU, time on the CPU", other_on / cr_on,
-		    d);
+	target_info("  ... on the other CPU", other_on / cr_on, d);
 }
 
 static void compute_targets(void)
@@ -374,10 +385,11 @@ static void print_table(const char *machine, const char **errors, int nerr)
 	row_mon("hit, same buffer, 2-thread process", "mon_hit_mt_same", false);
 	row_mon("io_uring, 1000 scattered: creator", "mon_late_creator",
 		false);
-	row_mon("  thread started later, same CPU", "mon_late_same_cpu", false);
-	row_mon("  ... on the other CPU", "mon_late_other_cpu", false);
+	row_mon("  ... its time on the CPU", "mon_late_creator_on_cpu", false);
+	row_mon("  thread started later, same CPU", "mon_late_same", false);
+	row_mon("  ... its time on the CPU", "mon_late_same_on_cpu", false);
+	row_mon("  ... on the other CPU", "mon_late_other", false);
 	row_mon("  ... its time on that CPU", "mon_late_other_on_cpu", false);
-	row_mon("  ... its wait for that CPU", "mon_late_other_waiting", false);
 	row_mon("getppid() in the same process, ns", "mon_getppid", false);
 	row_mon("miss overhead, io_uring 4 KiB, ns", "mon_miss_uring4k", false);
 	row_mon("munmap 1 page, not cached, ns", "munmap_uncached", true);

@@ -589,19 +589,40 @@ static struct timed late_hits(struct bcache *c, char *area, long n, int cpu)
 	return l.t;
 }
 
+/* Medians of one kind of timed loop: wall as @key, time on the CPU and
+ * waiting for it as @key_on_cpu and @key_waiting (with schedstat). */
+static void emit_timed(const char *key, const char *who, struct timed *t,
+		       int reps)
+{
+	double wall[MAX_REPS], on[MAX_REPS], wait[MAX_REPS];
+	char k[40];
+
+	for (int rep = 0; rep < reps; rep++) {
+		wall[rep] = t[rep].wall;
+		on[rep] = t[rep].on_cpu;
+		wait[rep] = t[rep].waiting;
+	}
+	emit(key, who, median(wall, reps), "ns");
+	if (isnan(on[0]))
+		return;
+	snprintf(k, sizeof(k), "%s_on_cpu", key);
+	emit(k, who, median(on, reps), "ns");
+	snprintf(k, sizeof(k), "%s_waiting", key);
+	emit(k, who, median(wait, reps), "ns");
+}
+
 /*
  * Issue 18: the creator caches 1000 one-page io_uring buffers and hits them
  * in a scattered order; then a thread started only now does the same hits,
  * as a progress thread or a pool thread started after the application
  * registered its buffers. Each round times the creator and two such
- * threads: one on the creator's CPU (the cache's cost: the target), one on
- * the other CPU, with its time on that CPU and its wait for it, which
- * show what the scheduler adds to a wall-clock figure there.
+ * threads, one on the creator's CPU and one on the other CPU, each with
+ * its time on the CPU and its wait for it: on a CPU that other work also
+ * wants, the wall clock counts that work too.
  */
 static void late_thread_figures(const char *who)
 {
 	struct timed cr[MAX_REPS], same[MAX_REPS], other[MAX_REPS];
-	double v[6][MAX_REPS];
 	long n = scaled(1000000);
 	int reps = bench_opt.reps, ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	struct bcache c;
@@ -621,29 +642,10 @@ static void late_thread_figures(const char *who)
 		if (ncpu > 1)
 			other[rep] = late_hits(&c, area, n, 1);
 	}
-	for (int rep = 0; rep < reps; rep++) {
-		v[0][rep] = cr[rep].wall;
-		v[1][rep] = cr[rep].on_cpu;
-		v[2][rep] = same[rep].wall;
-		if (ncpu < 2)
-			continue;
-		v[3][rep] = other[rep].wall;
-		v[4][rep] = other[rep].on_cpu;
-		v[5][rep] = other[rep].waiting;
-	}
-	emit("mon_late_creator", who, median(v[0], reps), "ns");
-	emit("mon_late_same_cpu", who, median(v[2], reps), "ns");
-	if (!isnan(v[1][0]))
-		emit("mon_late_creator_on_cpu", who, median(v[1], reps), "ns");
-	if (ncpu > 1) {
-		emit("mon_late_other_cpu", who, median(v[3], reps), "ns");
-		if (!isnan(v[4][0])) {
-			emit("mon_late_other_on_cpu", who, median(v[4], reps),
-			     "ns");
-			emit("mon_late_other_waiting", who, median(v[5], reps),
-			     "ns");
-		}
-	}
+	emit_timed("mon_late_creator", who, cr, reps);
+	emit_timed("mon_late_same", who, same, reps);
+	if (ncpu > 1)
+		emit_timed("mon_late_other", who, other, reps);
 	bcache_destroy(&c);
 	munmap(area, (size_t)NBUF * 2 * page);
 }
