@@ -8,6 +8,12 @@ regcache_add_test(NAME index-unit
 target_include_directories(index-unit PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_definitions(index-unit PRIVATE RC_DEBUG=1)
 
+regcache_add_test(NAME region-slots-unit
+  SOURCES region-slots-unit.c ${PROJECT_SOURCE_DIR}/src/region.c ${PROJECT_SOURCE_DIR}/src/log.c
+  LIBS Threads::Threads LABELS core unit)
+target_include_directories(region-slots-unit PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_compile_definitions(region-slots-unit PRIVATE RC_DEBUG=1)
+
 # The core's reference counting: threads that did not create a region, and
 # puts that are wrong (the "none" monitor: caching only by promise).
 regcache_add_test(NAME cache-refs-threads SOURCES cache-refs-threads.c

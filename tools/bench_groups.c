@@ -497,6 +497,159 @@ static void *idle_thread(void *arg)
 	return NULL;
 }
 
+/* ns per get+put over @n gets on @nbuf one-page buffers @stride pages
+ * apart, visited in a scattered order (i * 7919 % nbuf: 7919 is prime, so
+ * every buffer once per pass), as a middleware's buffers come back to it. */
+static double hit_loop_scattered(struct bcache *c, char *base, int nbuf,
+				 long stride, long n)
+{
+	size_t step = (size_t)stride * page;
+	double t0;
+	void *r;
+	int i = 0;
+
+	t0 = now_ns();
+	for (long k = 0; k < n; k++) {
+		int ret = bget(c, base + (size_t)(i * 7919L % nbuf) * step,
+			       page, &r);
+
+		if (__builtin_expect(ret, 0))
+			die("get in a hit loop", -ret);
+		bput(c, r);
+		if (++i == nbuf)
+			i = 0;
+	}
+	return (now_ns() - t0) / n;
+}
+
+/* The calling thread's time on a CPU and waiting for one, ns, from
+ * /proc/thread-self/schedstat; false where the kernel has no schedstat. */
+static bool thread_sched(double *on_cpu, double *waiting)
+{
+	unsigned long long on, wait;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	bool ok = f && fscanf(f, "%llu %llu", &on, &wait) == 2;
+
+	if (f)
+		fclose(f);
+	if (ok) {
+		*on_cpu = (double)on;
+		*waiting = (double)wait;
+	}
+	return ok;
+}
+
+/* One timed scattered hit loop: wall, on-CPU and run-queue ns per hit
+ * (the last two NAN without schedstat). */
+struct timed {
+	double wall, on_cpu, waiting;
+};
+
+static struct timed timed_scattered(struct bcache *c, char *area, long n)
+{
+	double on0, wait0, on1, wait1;
+	bool ok = thread_sched(&on0, &wait0);
+	struct timed t;
+
+	t.wall = hit_loop_scattered(c, area, NBUF, 2, n);
+	ok = thread_sched(&on1, &wait1) && ok;
+	t.on_cpu = ok ? (on1 - on0) / n : NAN;
+	t.waiting = ok ? (wait1 - wait0) / n : NAN;
+	return t;
+}
+
+struct late_thread {
+	struct bcache *c;
+	char *area;
+	long n;
+	int cpu;		/* -1: the creator's */
+	struct timed t;
+};
+
+static void *late_thread_fn(void *arg)
+{
+	struct late_thread *l = arg;
+
+	if (l->cpu >= 0)
+		pin_cpu(l->cpu);
+	l->t = timed_scattered(l->c, l->area, l->n);
+	return NULL;
+}
+
+/* A thread started now does the hits; @cpu as in struct late_thread. */
+static struct timed late_hits(struct bcache *c, char *area, long n, int cpu)
+{
+	struct late_thread l = { .c = c, .area = area, .n = n, .cpu = cpu };
+	pthread_t t;
+	int ret;
+
+	if ((ret = pthread_create(&t, NULL, late_thread_fn, &l)))
+		die("pthread_create", ret);
+	pthread_join(t, NULL);
+	return l.t;
+}
+
+/* Medians of one kind of timed loop: wall as @key, time on the CPU and
+ * waiting for it as @key_on_cpu and @key_waiting (with schedstat). */
+static void emit_timed(const char *key, const char *who, struct timed *t,
+		       int reps)
+{
+	double wall[MAX_REPS], on[MAX_REPS], wait[MAX_REPS];
+	char k[40];
+
+	for (int rep = 0; rep < reps; rep++) {
+		wall[rep] = t[rep].wall;
+		on[rep] = t[rep].on_cpu;
+		wait[rep] = t[rep].waiting;
+	}
+	emit(key, who, median(wall, reps), "ns");
+	if (isnan(on[0]))
+		return;
+	snprintf(k, sizeof(k), "%s_on_cpu", key);
+	emit(k, who, median(on, reps), "ns");
+	snprintf(k, sizeof(k), "%s_waiting", key);
+	emit(k, who, median(wait, reps), "ns");
+}
+
+/*
+ * Issue 18: the creator caches 1000 one-page io_uring buffers and hits them
+ * in a scattered order; then a thread started only now does the same hits,
+ * as a progress thread or a pool thread started after the application
+ * registered its buffers. Each round times the creator and two such
+ * threads, one on the creator's CPU and one on the other CPU, each with
+ * its time on the CPU and its wait for it: on a CPU that other work also
+ * wants, the wall clock counts that work too.
+ */
+static void late_thread_figures(const char *who)
+{
+	struct timed cr[MAX_REPS], same[MAX_REPS], other[MAX_REPS];
+	long n = scaled(1000000);
+	int reps = bench_opt.reps, ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	struct bcache c;
+	char *area;
+
+	if (!have_ring_dev)
+		return;
+	bcache_create(&c, false, &ring_dev, 1 << 16, 0);
+	area = map_area((size_t)NBUF * 2 * page);
+	for (int i = 0; i < NBUF; i++)
+		area[(size_t)i * 2 * page] = 1;
+	warm(&c, area, NBUF, 2);
+	hit_loop_scattered(&c, area, NBUF, 2, n / 4);
+	for (int rep = 0; rep < reps; rep++) {
+		cr[rep] = timed_scattered(&c, area, n);
+		same[rep] = late_hits(&c, area, n, -1);
+		if (ncpu > 1)
+			other[rep] = late_hits(&c, area, n, 1);
+	}
+	emit_timed("mon_late_creator", who, cr, reps);
+	emit_timed("mon_late_same", who, same, reps);
+	if (ncpu > 1)
+		emit_timed("mon_late_other", who, other, reps);
+	bcache_destroy(&c);
+	munmap(area, (size_t)NBUF * 2 * page);
+}
+
 static void monitor_figures(struct bcache *c, const char *who)
 {
 	int n = (int)scaled(2000);
@@ -597,6 +750,7 @@ static void group_monitor(const char *who)
 	bcache_destroy(&c);
 
 	if (!ucx) {
+		late_thread_figures(who);
 		bcache_create(&c, false, &null_dev, 1 << 16,
 			      REGCACHE_FLAG_NO_HIT_PROBE);
 		warm(&c, area, NBUF, 2);
