@@ -11,6 +11,9 @@
  *  2. mmap_lock_released: the zap is done but the mmap lock is still held,
  *     so no other thread can map the address again yet: push it again.
  *  3. sys_exit: push it a third time and forget it.
+ *  Stages 1 and 3 attach either to sys_enter/sys_exit, which every syscall
+ *  of the machine runs, or by fentry/fexit to the entry points of the
+ *  decoded calls alone (rc_fe_* / rc_fx_*, where the kernel allows it).
  *  io_uring IORING_OP_MADVISE: at submission and at completion.
  *  Page-cache removal of a watched file (truncate or hole punch by anyone).
  *
