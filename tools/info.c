@@ -110,6 +110,20 @@ static void keep_log_line(struct monitor_report *m, const char *line)
 	m->nlog++;
 }
 
+/* The bpf monitor's "attach mode MODE: why" line (bpf.c:bpf_start): how
+ * its syscall stages attach, fentry or sys_enter/sys_exit, and why. */
+static void keep_attach_mode(struct monitor_report *m, const char *log)
+{
+	const char *p = strstr(log, "attach mode ");
+	size_t len;
+
+	if (!p)
+		return;
+	p += strlen("attach mode ");
+	len = strcspn(p, "\n");
+	copy_text(m->how, len + 1 < TEXT ? len + 1 : TEXT, p);
+}
+
 /*
  * Try monitor @m->name with REGCACHE_MONITOR set, in a child: whether the
  * process got it, and the library's info-level log of the attempt. A
@@ -161,6 +175,7 @@ static void try_monitor(struct monitor_report *m)
 						 "regcache_create() failed");
 	if (strstr(buf, "is unknown"))
 		m->known = false;
+	keep_attach_mode(m, buf);
 	if (m->works || !m->known)
 		return;
 	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))

@@ -56,6 +56,7 @@ struct monitor_report {
 	char reasons[MAX_REASONS][TEXT];
 	int nlog;
 	char log[MAX_LOG][TEXT];	/* the library's own lines, if it failed */
+	char how[TEXT];		/* how it attaches, and why (bpf), or "" */
 };
 
 struct info {

@@ -54,6 +54,8 @@ void info_print_text(const struct info *in)
 		printf("  %-12s %s%s\n", m->name,
 		       m->works ? "available" : "unavailable",
 		       chosen ? " (this process gets it)" : "");
+		if (m->how[0])
+			printf("      attach: %s\n", m->how);
 		for (int r = 0; r < m->nreasons; r++)
 			printf("      why: %s\n", m->reasons[r]);
 		for (int l = 0; l < m->nlog; l++)
@@ -181,7 +183,12 @@ void info_print_json(const struct info *in)
 			printf(r ? ", " : "");
 			json_str(m->reasons[r]);
 		}
-		printf("], \"library_log\": [");
+		printf("], \"attach\": ");
+		if (m->how[0])
+			json_str(m->how);
+		else
+			printf("null");
+		printf(", \"library_log\": [");
 		for (int l = 0; l < m->nlog; l++) {
 			printf(l ? ", " : "");
 			json_str(m->log[l]);

@@ -25,6 +25,7 @@ struct rcd_bpf {
 	struct rc_node_bpf *skel;
 	int procs_fd, state_fd, mms_fd, files_fd;
 	__u64 nfiles;
+	struct rc_bpf_fit fit;	/* how the syscall stages attach, and why */
 };
 
 static char libbpf_first[200];
@@ -57,38 +58,73 @@ static __u64 ring_reserve_bytes(void)
 	return h > RC_BPF_RING_BYTES / 4 ? RC_BPF_RING_BYTES / 4 : h;
 }
 
+/* Open, fit, load and attach the set with the syscall stages attached as
+ * @want says. On failure b->skel is left for the caller to destroy. */
+static int load_set(struct rcd_bpf *b, enum rc_bpf_attach want)
+{
+	int ret;
+
+	b->skel = rc_node_bpf__open();
+	if (!b->skel)
+		return -errno;
+	b->skel->rodata->headroom = ring_reserve_bytes();
+	b->skel->rodata->dead_room = ring_reserve_bytes();
+	ret = rc_bpf_fit(b->skel->obj, b->skel->progs.rc_uring_submit,
+			 b->skel->progs.rc_uring_complete, want, &b->fit);
+	if (ret)
+		return ret;
+	if (!b->fit.uring)
+		rcd_info("%s: io_uring MADVISE is not watched",
+			 b->fit.uring_why);
+	ret = rc_node_bpf__load(b->skel);
+	if (ret)
+		return ret;
+	b->skel->bss->daemon_tgid = (__u64)getpid();
+	return rc_node_bpf__attach(b->skel);
+}
+
 int rcd_bpf_open(struct rcd_bpf **out, char *why, size_t why_len)
 {
 	struct rcd_bpf *b = calloc(1, sizeof(*b));
+	enum rc_bpf_attach want;
 	int ret;
 
 	if (!b)
 		return -ENOMEM;
+	if (rc_bpf_attach_wanted(&want)) {
+		snprintf(why, why_len, "REGCACHE_BPF_ATTACH=%s is not auto, "
+			 "fentry or syscalls", getenv("REGCACHE_BPF_ATTACH"));
+		free(b);
+		return -EINVAL;
+	}
 	libbpf_first[0] = 0;
 	libbpf_set_print(libbpf_log);
-	b->skel = rc_node_bpf__open();
-	if (!b->skel) {
-		ret = -errno;
-		goto fail;
+	ret = load_set(b, want);
+	if (ret && want == RC_BPF_ATTACH_AUTO &&
+	    b->fit.mode == RC_BPF_ATTACH_FENTRY) {
+		/* The probe passed but the set did not: the tracepoints
+		 * still do the job, at their cost. */
+		char failed[sizeof(libbpf_first) + 64];
+
+		snprintf(failed, sizeof(failed), "%s%s%s",
+			 strerror(ret < 0 ? -ret : ret),
+			 libbpf_first[0] ? ": " : "", libbpf_first);
+		rc_node_bpf__destroy(b->skel);
+		libbpf_first[0] = 0;
+		ret = load_set(b, RC_BPF_ATTACH_SYSCALLS);
+		snprintf(b->fit.why, sizeof(b->fit.why),
+			 "sys_enter/sys_exit: every syscall of the machine runs "
+			 "a program, because the fentry programs failed (%s)",
+			 failed);
 	}
-	b->skel->rodata->headroom = ring_reserve_bytes();
-	b->skel->rodata->dead_room = ring_reserve_bytes();
-	ret = rc_bpf_fit_uring(b->skel->progs.rc_uring_submit, why, why_len);
-	if (ret == -ENOENT) {
-		rcd_info("%s: io_uring MADVISE is not watched", why);
-		bpf_program__set_autoload(b->skel->progs.rc_uring_submit, false);
-		bpf_program__set_autoload(b->skel->progs.rc_uring_complete,
-					  false);
-	} else if (ret) {
-		goto fail;
+	if (ret == -EOPNOTSUPP && want == RC_BPF_ATTACH_FENTRY) {
+		snprintf(why, why_len, "%s", b->fit.why);
+		goto fail_quiet;
 	}
-	ret = rc_node_bpf__load(b->skel);
 	if (ret)
 		goto fail;
-	b->skel->bss->daemon_tgid = (__u64)getpid();
-	ret = rc_node_bpf__attach(b->skel);
-	if (ret)
-		goto fail;
+	rcd_info("attach mode %s: %s", rc_bpf_attach_name(b->fit.mode),
+		 b->fit.why);
 	b->procs_fd = bpf_map__fd(b->skel->maps.procs);
 	b->state_fd = bpf_map__fd(b->skel->maps.procs_state);
 	b->mms_fd = bpf_map__fd(b->skel->maps.mms);
@@ -102,6 +138,7 @@ fail:
 		ret = -EINVAL;
 	snprintf(why, why_len, "%s%s%s", strerror(-ret),
 		 libbpf_first[0] ? "; libbpf said: " : "", libbpf_first);
+fail_quiet:
 	rc_node_bpf__destroy(b->skel);
 	free(b);
 	return ret;

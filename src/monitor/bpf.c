@@ -8,8 +8,9 @@
  * the monitor's queue. See docs/monitor-bpf.md.
  *
  * Lifetime: the programs are loaded and attached by ->start() and destroyed
- * by ->stop(), because attached syscall tracepoints tax every syscall of
- * every process on the machine.
+ * by ->stop(), because attached programs tax every process on the machine:
+ * syscall tracepoints every syscall, fentry programs (where the kernel
+ * allows them, bpf_kernel.c:rc_bpf_fit) the decoded calls.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +71,7 @@ static struct bpf_backend {
 	bool file_hook;		/* page-cache removals are seen */
 	bool ignore_drops;	/* test only: rely on the headroom alone */
 	struct rc_bpf_files files;	/* ->watch() of file mappings */
+	struct rc_bpf_fit fit;	/* how the syscall stages attach, and why */
 } ebpf = {
 	.ring_fd = -1,
 	.vmas = { .maps_fd = -1 },
@@ -555,29 +557,53 @@ static void set_headroom(void)
 	ebpf.skel->rodata->headroom = h;
 }
 
-/* Opens the programs and fits them to this kernel: the ring's headroom and
- * the io_uring tracepoint's name. */
-static int open_skeleton(void)
+/* Opens the programs and fits them to this kernel: the ring's headroom,
+ * the io_uring tracepoint's name, the way the syscall stages attach
+ * (@want), and the page-cache hook if @file_hook. */
+static int open_skeleton(enum rc_bpf_attach want, bool file_hook)
 {
-	char why[128];
 	int ret;
 
 	ebpf.skel = rc_monitor_bpf__open();
 	if (!ebpf.skel)
 		return -errno;
 	set_headroom();
-	ret = rc_bpf_fit_uring(ebpf.skel->progs.rc_uring_submit, why,
-			       sizeof(why));
-	if (ret == -ENOENT) {
-		bpf_program__set_autoload(ebpf.skel->progs.rc_uring_submit,
-					  false);
-		bpf_program__set_autoload(ebpf.skel->progs.rc_uring_complete,
-					  false);
+	ret = rc_bpf_fit(ebpf.skel->obj, ebpf.skel->progs.rc_uring_submit,
+			 ebpf.skel->progs.rc_uring_complete, want, &ebpf.fit);
+	if (ret)
+		return ret;
+	if (!ebpf.fit.uring)
 		rc_info("eBPF monitor: %s: io_uring MADVISE is not watched",
-			why);
-		ret = 0;
-	}
-	return ret;
+			ebpf.fit.uring_why);
+	if (!file_hook)
+		bpf_program__set_autoload(ebpf.skel->progs.rc_filemap_delete,
+					  false);
+	return 0;
+}
+
+/* Open, fit and load the programs (see open_skeleton). */
+static int load_programs(enum rc_bpf_attach want)
+{
+	int ret = open_skeleton(want, true);
+
+	if (ret)
+		return ret;
+	ret = rc_monitor_bpf__load(ebpf.skel);
+	ebpf.file_hook = true;
+	if (!ret)
+		return 0;
+	/* Without the page-cache tracepoint (its argument became a folio in
+	 * 5.19) everything but shared and file mappings can still be
+	 * watched: retry without it. */
+	rc_monitor_bpf__destroy(ebpf.skel);
+	ebpf.skel = NULL;
+	if (open_skeleton(want, false) || rc_monitor_bpf__load(ebpf.skel))
+		return ret;	/* the first error says more */
+	ebpf.file_hook = false;
+	rc_info("eBPF monitor: no usable mm_filemap_delete_from_page_cache "
+		"tracepoint (%s): shared and file mappings are served "
+		"uncached", strerror(-ret));
+	return 0;
 }
 
 static void restore_memlock(const struct rlimit *was)
@@ -620,20 +646,66 @@ static bool descriptors_scarce(void)
 	return scarce;
 }
 
+/* Load, attach and self-test the programs with the syscall stages
+ * attached as @want says; the caller tears a failure down. Sets *@t_load
+ * to the time the load ended. */
+static int start_programs(enum rc_bpf_attach want, double *t_load)
+{
+	struct rc_bpf_proc st = { 0 };
+	__u64 mm = 0;
+	int ret;
+
+	ret = load_programs(want);
+	if (ret)
+		return ret;
+	*t_load = now_ms();
+	/* Before attaching: without it a forked child could not drop the
+	 * parent's links, and would keep the programs attached. */
+	ebpf.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (ebpf.null_fd < 0)
+		return -errno;
+	ebpf.ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "rc_ring", 0, 0,
+				      RC_BPF_RING_BYTES, NULL);
+	if (ebpf.ring_fd < 0)
+		return ebpf.ring_fd;
+	ret = map_ring();
+	if (ret)
+		return ret;
+	ret = rc_monitor_bpf__attach(ebpf.skel);
+	if (ret)
+		return ret;
+	/* The programs see nothing of ours until procs holds our ring. */
+	ret = learn_tgid(&mm);
+	if (ret)
+		return ret;
+	st.mm = mm;
+	if (bpf_map_update_elem(bpf_map__fd(ebpf.skel->maps.procs_state),
+				&ebpf.tgid, &st, BPF_ANY) ||
+	    bpf_map_update_elem(bpf_map__fd(ebpf.skel->maps.procs), &ebpf.tgid,
+				&ebpf.ring_fd, BPF_ANY))
+		return -errno;
+	return self_test(mm);
+}
+
 static int bpf_start(struct rc_monitor *mon)
 {
 	libbpf_print_fn_t old_print;
-	struct rc_bpf_proc st = { 0 };
 	struct rlimit memlock;
+	enum rc_bpf_attach want;
 	const char *files_problem;
-	double t0 = now_ms(), t1;
-	__u64 mm = 0;
+	double t0 = now_ms(), t1 = t0;
 	int ret;
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		rc_info("eBPF monitor unavailable: no kernel BTF "
 			"(/sys/kernel/btf/vmlinux)" RC_BPF_SEE_INFO);
 		return -EOPNOTSUPP;
+	}
+	if (rc_bpf_attach_wanted(&want)) {
+		rc_info("eBPF monitor unavailable: REGCACHE_BPF_ATTACH=%s is "
+			"not auto, fentry or syscalls",
+			getenv("REGCACHE_BPF_ATTACH"));
+		return -EINVAL;
 	}
 	pthread_once(&atfork_once, register_atfork);
 	ebpf.page = sysconf(_SC_PAGESIZE);
@@ -649,62 +721,23 @@ static int bpf_start(struct rc_monitor *mon)
 	 * the load (libbpf_set_memlock_rlim is not exported by libbpf 1.1). */
 	if (getrlimit(RLIMIT_MEMLOCK, &memlock))
 		memlock.rlim_cur = memlock.rlim_max = RLIM_INFINITY;
-	ret = open_skeleton();
-	if (ret)
-		goto fail;
-	ret = rc_monitor_bpf__load(ebpf.skel);
-	ebpf.file_hook = true;
-	if (ret) {
-		/* Without the page-cache tracepoint (its argument became a
-		 * folio in 5.19) everything but shared and file mappings can
-		 * still be watched: retry without it. */
-		rc_monitor_bpf__destroy(ebpf.skel);
-		ebpf.skel = NULL;
-		if (open_skeleton())
-			goto fail;	/* the first error says more */
-		bpf_program__set_autoload(ebpf.skel->progs.rc_filemap_delete,
-					  false);
-		if (rc_monitor_bpf__load(ebpf.skel))
-			goto fail;	/* the first error says more */
-		ebpf.file_hook = false;
-		rc_info("eBPF monitor: no usable mm_filemap_delete_from_page_cache "
-			"tracepoint (%s): shared and file mappings are served "
-			"uncached", strerror(-ret));
-		ret = 0;
+	ret = start_programs(want, &t1);
+	if (ret && want == RC_BPF_ATTACH_AUTO &&
+	    ebpf.fit.mode == RC_BPF_ATTACH_FENTRY) {
+		/* The probe passed but the set did not: the tracepoints
+		 * still do the job, at their cost. */
+		char why[sizeof(libbpf_last) + 64];
+
+		snprintf(why, sizeof(why), "%s%s%s", strerror(ret < 0 ? -ret : ret),
+			 libbpf_last[0] ? ": " : "", libbpf_last);
+		teardown(false);
+		libbpf_last[0] = 0;
+		ret = start_programs(RC_BPF_ATTACH_SYSCALLS, &t1);
+		snprintf(ebpf.fit.why, sizeof(ebpf.fit.why),
+			 "sys_enter/sys_exit: every syscall of the machine runs "
+			 "a program, because the fentry programs failed (%s)",
+			 why);
 	}
-	t1 = now_ms();
-	/* Before attaching: without it a forked child could not drop the
-	 * parent's links, and would keep the programs attached. */
-	ebpf.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (ebpf.null_fd < 0) {
-		ret = -errno;
-		goto fail;
-	}
-	ebpf.ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "rc_ring", 0, 0,
-				    RC_BPF_RING_BYTES, NULL);
-	if (ebpf.ring_fd < 0) {
-		ret = ebpf.ring_fd;
-		goto fail;
-	}
-	ret = map_ring();
-	if (ret)
-		goto fail;
-	ret = rc_monitor_bpf__attach(ebpf.skel);
-	if (ret)
-		goto fail;
-	/* The programs see nothing of ours until procs holds our ring. */
-	ret = learn_tgid(&mm);
-	if (ret)
-		goto fail;
-	st.mm = mm;
-	if (bpf_map_update_elem(bpf_map__fd(ebpf.skel->maps.procs_state),
-				&ebpf.tgid, &st, BPF_ANY) ||
-	    bpf_map_update_elem(bpf_map__fd(ebpf.skel->maps.procs), &ebpf.tgid,
-				&ebpf.ring_fd, BPF_ANY)) {
-		ret = -errno;
-		goto fail;
-	}
-	ret = self_test(mm);
 	if (ret)
 		goto fail;
 	libbpf_set_print(old_print);
@@ -724,6 +757,8 @@ static int bpf_start(struct rc_monitor *mon)
 	 * advances it (smp_store_release) when a stage reserves a record,
 	 * before the change it describes is made. */
 	mon->gen = ebpf.gen;
+	rc_info("eBPF monitor: attach mode %s: %s",
+		rc_bpf_attach_name(ebpf.fit.mode), ebpf.fit.why);
 	rc_info("eBPF monitor: loaded in %.1f ms, attached and self-tested in "
 		"%.1f ms", t1 - t0, now_ms() - t1);
 	return 0;
@@ -739,6 +774,11 @@ fail:
 	teardown(false);
 	if (ret != -EMFILE && descriptors_scarce())
 		ret = -EMFILE;
+	if (ret == -EOPNOTSUPP && want == RC_BPF_ATTACH_FENTRY) {
+		rc_info("eBPF monitor unavailable: %s" RC_BPF_SEE_INFO,
+			ebpf.fit.why);
+		return ret;
+	}
 	rc_info("eBPF monitor unavailable: %s%s%s" RC_BPF_SEE_INFO,
 		bpf_errno_hint(-ret), libbpf_last[0] ? "; libbpf said: " : "",
 		libbpf_last);

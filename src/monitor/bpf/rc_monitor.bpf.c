@@ -11,6 +11,9 @@
  *  2. mmap_lock_released: the zap is done but the mmap lock is still held,
  *     so no other thread can map the address again yet: push it again.
  *  3. sys_exit: push it a third time and forget it.
+ *  Stages 1 and 3 attach either to sys_enter/sys_exit, which every syscall
+ *  of the machine runs, or by fentry/fexit to the entry points of the
+ *  decoded calls alone (rc_fe_* / rc_fx_*, where the kernel allows it).
  *  io_uring IORING_OP_MADVISE: at submission and at completion.
  *  Page-cache removal of a watched file (truncate or hole punch by anyone).
  *
@@ -648,35 +651,21 @@ static __always_inline void tombstone(__u32 tgid, __u32 slots)
 }
 #endif
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(rc_sys_enter, struct pt_regs *regs, long id)
+/*
+ * Stage 1 of native call @id (@compat false: the 64-bit or x32 ABI) or of
+ * any decoded i386 call (@compat true: int $0x80), in the calling thread,
+ * before the kernel touches the range. Shared by the two ways the stages
+ * attach (docs/monitor-bpf.md, Attach modes): the sys_enter tracepoint,
+ * which sees every syscall and filters by number, and one fentry program
+ * per decoded entry point, which runs for that call alone.
+ */
+static __always_inline int stage1(struct task_struct *task,
+				  struct pt_regs *regs, long id, bool compat)
 {
 	struct rc_bpf_pending p = {};
-	struct task_struct *task;
 	__u32 tid, tgid;
-	bool compat;
 	int n;
 
-	/* The x32 ABI numbers the calls we decode like the native ABI, with
-	 * bit 30 set, and passes the same registers (pointers zero-extended):
-	 * decode them as native. Without CONFIG_X86_X32_ABI such a number
-	 * fails with ENOSYS, and the records it makes are only spurious. */
-	id &= ~(long)X32_SYSCALL_BIT;
-	/* Every syscall of every process on the machine comes through
-	 * here: decide from the number first. The i386 numbers overlap hot
-	 * native ones (257 is openat, 45 recvfrom), so for those only a
-	 * compat task goes on to the tgid lookup. */
-	if (native_relevant(id)) {
-		task = bpf_get_current_task_btf();
-		compat = BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
-	} else if (compat_relevant(id)) {
-		task = bpf_get_current_task_btf();
-		compat = BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
-		if (!compat)
-			return 0;
-	} else {
-		return 0;
-	}
 	if (id == NR_madvise && learn_cookie && !compat &&
 	    BPF_CORE_READ(regs, dx) == learn_cookie) {
 		learned_mm = (__u64)BPF_CORE_READ(task, mm);
@@ -697,8 +686,6 @@ int BPF_PROG(rc_sys_enter, struct pt_regs *regs, long id)
 	if (compat) {
 		/* int $0x80 from a 64-bit process: decoding the i386 ABI
 		 * is not worth it for something this rare. */
-		if (!compat_relevant(id))
-			return 0;
 		everything(&p.r[0]);
 		count_cause(EV_COMPAT);
 		n = 1;
@@ -723,6 +710,37 @@ int BPF_PROG(rc_sys_enter, struct pt_regs *regs, long id)
 		count_cause(EV_PENDING_FULL);
 	}
 	return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(rc_sys_enter, struct pt_regs *regs, long id)
+{
+	struct task_struct *task;
+	bool compat;
+
+	/* The x32 ABI numbers the calls we decode like the native ABI, with
+	 * bit 30 set, and passes the same registers (pointers zero-extended):
+	 * decode them as native. Without CONFIG_X86_X32_ABI such a number
+	 * fails with ENOSYS, and the records it makes are only spurious. */
+	id &= ~(long)X32_SYSCALL_BIT;
+	/* Every syscall of every process on the machine comes through
+	 * here: decide from the number first. The i386 numbers overlap hot
+	 * native ones (257 is openat, 45 recvfrom), so for those only a
+	 * compat task goes on to the tgid lookup. */
+	if (native_relevant(id)) {
+		task = bpf_get_current_task_btf();
+		compat = BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
+		if (compat && !compat_relevant(id))
+			return 0;
+	} else if (compat_relevant(id)) {
+		task = bpf_get_current_task_btf();
+		compat = BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
+		if (!compat)
+			return 0;
+	} else {
+		return 0;
+	}
+	return stage1(task, regs, id, compat);
 }
 
 static __always_inline void repeat(bool forget)
@@ -761,6 +779,82 @@ int BPF_PROG(rc_sys_exit, struct pt_regs *regs, long ret)
 	repeat(true);
 	return 0;
 }
+
+/*
+ * The fentry way: stages 1 and 3 on the entry points of the decoded calls
+ * alone, so that no other syscall runs a program (sys_enter/sys_exit
+ * programs put every syscall of the machine on the tracing path). The
+ * loaders attach either these or rc_sys_enter/rc_sys_exit, never both
+ * (bpf_kernel.c:rc_bpf_fit_attach). An x32 call reaches the same
+ * __x64_sys_ functions (all the calls below are "common" in
+ * syscall_64.tbl); an int $0x80 call reaches the __ia32_ ones, each
+ * recorded as everything, as rc_sys_enter records every decoded compat
+ * call. The fexit program is stage 3: after the call, whatever it returns.
+ */
+#define RC_FENTRY_NATIVE(call, nr)					\
+	SEC("fentry/__x64_sys_" #call)					\
+	int BPF_PROG(rc_fe_##call, struct pt_regs *regs)		\
+	{								\
+		return stage1(bpf_get_current_task_btf(), regs, nr,	\
+			      false);					\
+	}								\
+	SEC("fexit/__x64_sys_" #call)					\
+	int BPF_PROG(rc_fx_##call)					\
+	{								\
+		return stage3();					\
+	}
+
+#define RC_FENTRY_IA32(func)						\
+	SEC("fentry/__ia32_" #func)					\
+	int BPF_PROG(rc_fe32_##func)					\
+	{								\
+		return stage1(bpf_get_current_task_btf(), NULL, 0,	\
+			      true);					\
+	}								\
+	SEC("fexit/__ia32_" #func)					\
+	int BPF_PROG(rc_fx32_##func)					\
+	{								\
+		return stage3();					\
+	}
+
+static __always_inline int stage3(void)
+{
+	if (npending)
+		repeat(true);
+	return 0;
+}
+
+RC_FENTRY_NATIVE(mmap, NR_mmap)
+RC_FENTRY_NATIVE(munmap, NR_munmap)
+RC_FENTRY_NATIVE(brk, NR_brk)
+RC_FENTRY_NATIVE(mremap, NR_mremap)
+RC_FENTRY_NATIVE(madvise, NR_madvise)
+RC_FENTRY_NATIVE(shmat, NR_shmat)
+RC_FENTRY_NATIVE(shmdt, NR_shmdt)
+RC_FENTRY_NATIVE(truncate, NR_truncate)
+RC_FENTRY_NATIVE(ftruncate, NR_ftruncate)
+RC_FENTRY_NATIVE(remap_file_pages, NR_remap_file_pages)
+RC_FENTRY_NATIVE(fallocate, NR_fallocate)
+RC_FENTRY_NATIVE(process_madvise, NR_process_madvise)
+
+/* The i386 table's entry points of the NR32_ calls above (syscall_32.tbl;
+ * the same names on 6.1 and 6.18). */
+RC_FENTRY_IA32(sys_brk)
+RC_FENTRY_IA32(compat_sys_ia32_mmap)		/* old_mmap */
+RC_FENTRY_IA32(sys_munmap)
+RC_FENTRY_IA32(compat_sys_truncate)
+RC_FENTRY_IA32(compat_sys_ftruncate)
+RC_FENTRY_IA32(compat_sys_ipc)
+RC_FENTRY_IA32(sys_mremap)
+RC_FENTRY_IA32(sys_mmap_pgoff)			/* mmap2 */
+RC_FENTRY_IA32(sys_ia32_truncate64)
+RC_FENTRY_IA32(sys_ia32_ftruncate64)
+RC_FENTRY_IA32(sys_madvise)
+RC_FENTRY_IA32(sys_remap_file_pages)
+RC_FENTRY_IA32(sys_ia32_fallocate)
+RC_FENTRY_IA32(compat_sys_shmat)
+RC_FENTRY_IA32(sys_shmdt)
+RC_FENTRY_IA32(sys_process_madvise)
 
 /* io_uring IORING_OP_MADVISE runs in an io-wq worker without a syscall of
  * its own: publish at submission (before the worker can run it) and at
