@@ -18,6 +18,8 @@
 #   --cpus N (2)  --mem SIZE (2G)  --timeout SECONDS (1800)
 #   --env NAME=VALUE  set in the guest (REGCACHE_* is passed on already)
 #   --console        copy the kernel's console to stderr as it boots
+#   --print-kernel   print the kernel's major.minor (fetching it if needed)
+#                    and exit
 #
 # Exit status: the command's; 125 when the guest could not be started or
 # did not report a status (the reason and the kernel's last lines go to
@@ -27,7 +29,7 @@ set -euo pipefail
 
 die() { echo "tests/vm/run.sh: $*" >&2; exit 125; }
 
-kernel=linux-image-amd64 accel=auto cpus=2 mem=2G timeout=1800 console=0
+kernel=linux-image-amd64 accel=auto cpus=2 mem=2G timeout=1800 console=0 print_kernel=0
 guest_env=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -38,11 +40,12 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout=$2; shift 2 ;;
 	--env) guest_env+=("$2"); shift 2 ;;
 	--console) console=1; shift ;;
+	--print-kernel) print_kernel=1; shift ;;
 	--) shift; break ;;
 	*) die "unknown option $1 (usage: run.sh [options] -- COMMAND...)" ;;
 	esac
 done
-[ $# -gt 0 ] || die "no command (usage: run.sh [options] -- COMMAND...)"
+[ $# -gt 0 ] || [ "$print_kernel" = 1 ] || die "no command (usage: run.sh [options] -- COMMAND...)"
 case "$accel" in auto|kvm|tcg) ;; *) die "--accel auto|kvm|tcg, not $accel" ;; esac
 
 for tool in qemu-system-x86_64 busybox cpio depmod modprobe; do
@@ -98,6 +101,10 @@ vmlinuz=$(ls "$kdir"/boot/vmlinuz-* 2>/dev/null | head -n1 || true)
 kver=${vmlinuz##*/vmlinuz-}
 moddir=$kdir/lib/modules/$kver
 [ -d "$moddir" ] || die "no lib/modules/$kver in $kdir"
+if [ "$print_kernel" = 1 ]; then
+	echo "$kver" | sed 's/^\([0-9]*\.[0-9]*\).*/\1/'	# major.minor
+	exit 0
+fi
 if [ ! -e "$moddir/modules.dep" ] || [ "$moddir/modules.dep" -ot "$moddir/modules.order" ]; then
 	depmod -b "$kdir" "$kver" || die "depmod -b $kdir $kver failed"
 fi
