@@ -172,7 +172,12 @@ cwd=$(pwd -P)
 printf 'checkout=%q\nmoddir=%q\nkver=%q\n' "$checkout" "$moddir" "$kver" >"$io/guest.conf"
 
 boot() { # ACCEL -> starts qemu in the background, sets qemu_pid
-	local args=(-accel tcg,thread=multi -cpu max)
+	# One host thread runs every vCPU: with a thread per vCPU
+	# (thread=multi), a vCPU running syscall_trace_enter while the other
+	# patched its static branch (a tracepoint attached or detached) spun
+	# there until the soft-lockup watchdog fired (6.1 guest, RIP on the
+	# patched jump, text_poke_bp's IPI in the trace).
+	local args=(-accel tcg,thread=single -cpu max)
 	[ "$1" = kvm ] && args=(-accel kvm -cpu host)
 	: >"$io/console.log"; : >"$io/output"; rm -f "$io/status" "$io/booted"
 	qemu-system-x86_64 "${args[@]}" -smp "$cpus" -m "$mem" \
