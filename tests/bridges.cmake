@@ -154,18 +154,6 @@ if(REGCACHE_SANITIZE MATCHES thread)
   endforeach()
 endif()
 
-# The bridges are preloaded (LD_PRELOAD) ahead of ASan's runtime, which ASan
-# refuses by default; the order does not matter to what these tests check.
-if(REGCACHE_SANITIZE MATCHES address)
-  get_property(bridge_tests DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY TESTS)
-  foreach(t ${bridge_tests})
-    if(t MATCHES "^bridge-")
-      set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
-        "ASAN_OPTIONS=verify_asan_link_order=0")
-    endif()
-  endforeach()
-endif()
-
 # Real middleware over a real RDMA device (Soft-RoCE in tests/vm/run.sh):
 # UCP, Open MPI's pml ucx and libfabric's verbs provider send through
 # buffers changed between messages (bridge_churn.c), every byte checked.
@@ -247,5 +235,18 @@ if(MPI_C_FOUND)
         SKIP_REGULAR_EXPRESSION "No RDMA device found"
         TIMEOUT 900 LABELS "rdma;mpi;bridge;monitor;${m}")
     endforeach()
+  endforeach()
+endif()
+
+# The bridges are preloaded (LD_PRELOAD) ahead of ASan's runtime, which ASan
+# refuses by default; the order does not matter to what these tests check.
+# Last in this file, so that it reaches every test that preloads them.
+if(REGCACHE_SANITIZE MATCHES address)
+  get_property(bridge_tests DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY TESTS)
+  foreach(t ${bridge_tests})
+    if(t MATCHES "^(bridge-|ucp-rxe|fabric-rxe|mpi-rxe)")
+      set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
+        "ASAN_OPTIONS=verify_asan_link_order=0")
+    endif()
   endforeach()
 endif()
