@@ -234,3 +234,24 @@ unsigned long churn_report(const struct churn *c, const char *title,
 		*raw = r;
 	return total;
 }
+
+int churn_verdict(const struct churn *c, const char *test, const char *title,
+		  bool expect_stale, const char *stale_expected)
+{
+	unsigned long raw, bad = churn_report(c, title, &raw);
+
+	printf("%s: %lu corrupted\n", test, bad);
+	if (c->bad[CHURN_NONE][CHURN_SENDER] ||
+	    c->bad[CHURN_NONE][CHURN_RECEIVER]) {
+		printf("%s: a message with no change was corrupted (FAIL)\n",
+		       test);
+		return 1;
+	}
+	if (expect_stale ? raw == 0 : bad != 0) {
+		printf("%s: expected %s (FAIL)\n", test,
+		       expect_stale ? stale_expected : "no corrupted message");
+		return 1;
+	}
+	printf("%s: PASS\n", test);
+	return 0;
+}

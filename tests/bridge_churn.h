@@ -74,4 +74,14 @@ unsigned long churn_report(const struct churn *c, const char *title,
 
 bool churn_kind_is_raw(enum churn_kind kind);
 
+/*
+ * The receiver's verdict, printed under @test ("ucp-rxe", ...): the table
+ * (churn_report() under @title), the count, then FAIL when a message with
+ * no change was corrupted, or when @expect_stale and no message after a
+ * raw syscall was corrupted (@stale_expected says what was expected), or
+ * when !@expect_stale and any was; else PASS. Return: 0 pass, 1 fail.
+ */
+int churn_verdict(const struct churn *c, const char *test, const char *title,
+		  bool expect_stale, const char *stale_expected);
+
 #endif
