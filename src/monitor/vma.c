@@ -31,9 +31,11 @@ int rc_vma_source_open_pid(struct rc_vma_source *src, pid_t pid,
 	src->maps_fd = open(src->path, O_RDONLY | O_CLOEXEC);
 	if (src->maps_fd < 0)
 		return -errno;
-	/* Any address answers: the query of one inside the caller's own
-	 * struct only tells whether the ioctl exists. */
-	if (procmap && ioctl(src->maps_fd, RC_PROCMAP_QUERY, &q))
+	/* The query only tells whether the ioctl exists. The address is in
+	 * the caller's own struct: another process may have no VMA at or
+	 * above it (ENOENT), which still proves the ioctl works. */
+	if (procmap && ioctl(src->maps_fd, RC_PROCMAP_QUERY, &q) &&
+	    (errno != ENOENT || !pid))
 		err = errno;
 	src->procmap = procmap && !err;
 	return -err;
