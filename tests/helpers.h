@@ -137,7 +137,9 @@ struct regcache *t_uring_cache(struct io_uring *ring, unsigned flags,
  * pipe, READ_FIXED them into @buf through @region's fixed buffer, and
  * compare what the application sees at @buf. Returns true when the bytes
  * arrived, false when they went elsewhere (a stale registration). Fails the
- * test on an I/O error. @len must be <= 64 KiB (one pipe write).
+ * test on an I/O error; a read the kernel canceled before it ran
+ * (-ECANCELED: no io-wq worker could start under a signal storm) is
+ * submitted again. @len must be <= 64 KiB (one pipe write).
  */
 bool t_dma_visible(struct io_uring *ring, struct regcache_region *region,
 		   void *buf, size_t len, unsigned seed);
