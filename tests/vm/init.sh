@@ -2,7 +2,8 @@
 # /init of the test guest (tests/vm/run.sh packs it with busybox and the
 # kernel's modules). It loads the modules, mounts the host's root (9p,
 # read-only, under a tmpfs overlay so that the guest can write anywhere
-# without touching the host) with the checkout read-write at its own path,
+# without touching the host) with the checkout read-write at its own path
+# (or read-only under an overlay of its own: run.sh --private-checkout),
 # brings up lo and Soft-RoCE, runs /vmio/command.sh as root in that root,
 # writes its exit status to /vmio/status and powers off.
 export PATH=/bin
@@ -35,7 +36,15 @@ if ! mount -t overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work ove
 	echo "regcache-vm init: no overlay on 9p; the root stays read-only" >/dev/ttyS0
 	mount --bind /lower /host
 fi
-mount -t 9p -o "$p9" checkout "/host$checkout" || fail "cannot mount the checkout at $checkout"
+if [ "$private_checkout" = 1 ]; then
+	# Read-only from the host; what the guest writes stays in its tmpfs.
+	mkdir -p /checkout /rw/co-upper /rw/co-work
+	mount -t 9p -o "$p9,ro" checkout /checkout || fail "cannot mount the checkout"
+	mount -t overlay -o lowerdir=/checkout,upperdir=/rw/co-upper,workdir=/rw/co-work \
+		overlay "/host$checkout" || fail "cannot overlay the checkout at $checkout"
+else
+	mount -t 9p -o "$p9" checkout "/host$checkout" || fail "cannot mount the checkout at $checkout"
+fi
 
 mount -t proc proc /host/proc
 mount -t sysfs sysfs /host/sys
@@ -61,6 +70,9 @@ ip addr add 10.77.0.1/24 dev dummy0
 chroot /host rdma link add rxe0 type rxe netdev dummy0 >/dev/ttyS0 2>&1 ||
 	fail "rdma link add rxe0 failed (rdma_rxe loaded? crc32_generic?)"
 
+# The output line is a serial tty: without this, every "\n" reaches the
+# host as "\r\n", and lines matched with a "$" anchor never match.
+stty -onlcr </dev/ttyS1 || fail "stty -onlcr on ttyS1 failed"
 chroot /host /bin/sh /run/regcache-vm/command.sh </dev/null >/dev/ttyS1 2>&1
 echo $? >/vmio/status
 sync

@@ -18,8 +18,10 @@
 #   --cpus N (2)  --mem SIZE (2G)  --timeout SECONDS (1800)
 #   --env NAME=VALUE  set in the guest (REGCACHE_* is passed on already)
 #   --console        copy the kernel's console to stderr as it boots
-#   --print-kernel   print the kernel's major.minor (fetching it if needed)
-#                    and exit
+#   --private-checkout  the guest sees the checkout read-only, under its own
+#                    writable overlay (several guests at once on one tree)
+#   --print-kernel   print the kernel's major.minor (fetching and preparing
+#                    it if needed) and exit
 #
 # Exit status: the command's; 125 when the guest could not be started or
 # did not report a status (the reason and the kernel's last lines go to
@@ -30,6 +32,7 @@ set -euo pipefail
 die() { echo "tests/vm/run.sh: $*" >&2; exit 125; }
 
 kernel=linux-image-amd64 accel=auto cpus=2 mem=2G timeout=1800 console=0 print_kernel=0
+private_checkout=0
 guest_env=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -40,6 +43,7 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout=$2; shift 2 ;;
 	--env) guest_env+=("$2"); shift 2 ;;
 	--console) console=1; shift ;;
+	--private-checkout) private_checkout=1; shift ;;
 	--print-kernel) print_kernel=1; shift ;;
 	--) shift; break ;;
 	*) die "unknown option $1 (usage: run.sh [options] -- COMMAND...)" ;;
@@ -101,12 +105,14 @@ vmlinuz=$(ls "$kdir"/boot/vmlinuz-* 2>/dev/null | head -n1 || true)
 kver=${vmlinuz##*/vmlinuz-}
 moddir=$kdir/lib/modules/$kver
 [ -d "$moddir" ] || die "no lib/modules/$kver in $kdir"
+# Before --print-kernel returns, so that guests started after it in
+# parallel (tests/vm/suite.sh) find the kernel ready and never race here.
+if [ ! -e "$moddir/modules.dep" ] || [ "$moddir/modules.dep" -ot "$moddir/modules.order" ]; then
+	depmod -b "$kdir" "$kver" || die "depmod -b $kdir $kver failed"
+fi
 if [ "$print_kernel" = 1 ]; then
 	echo "$kver" | sed 's/^\([0-9]*\.[0-9]*\).*/\1/'	# major.minor
 	exit 0
-fi
-if [ ! -e "$moddir/modules.dep" ] || [ "$moddir/modules.dep" -ot "$moddir/modules.order" ]; then
-	depmod -b "$kdir" "$kver" || die "depmod -b $kdir $kver failed"
 fi
 
 # --- the initramfs: busybox, the modules to reach the host root, /init ----
@@ -128,7 +134,7 @@ if [ ! -s "$initrd" ] || [ "$initrd" -ot "$initrd_src" ] || [ "$initrd" -ot "$0"
 	root=$(mktemp -d)
 	mkdir -p "$root"/{bin,dev,proc,sys,host,modules}
 	cp "$busybox_bin" "$root/bin/busybox"
-	for applet in sh mount umount mkdir insmod ip cat echo sleep poweroff sync chroot hostname; do
+	for applet in sh mount umount mkdir insmod ip cat echo sleep poweroff sync chroot hostname stty; do
 		ln -s busybox "$root/bin/$applet"
 	done
 	modules_for "${wanted[@]}" | while read -r ko; do
@@ -137,8 +143,9 @@ if [ ! -s "$initrd" ] || [ "$initrd" -ot "$initrd_src" ] || [ "$initrd" -ot "$0"
 	done
 	[ -s "$root/modules/order" ] || die "no modules found for ${wanted[*]} in $moddir"
 	cp "$initrd_src" "$root/init" && chmod +x "$root/init"
-	(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$initrd.tmp"
-	mv "$initrd.tmp" "$initrd"
+	# Written under a name of its own: guests may start side by side.
+	(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$initrd.tmp.$$"
+	mv "$initrd.tmp.$$" "$initrd"
 	rm -rf "$root"
 fi
 
@@ -169,8 +176,11 @@ cwd=$(pwd -P)
 } >"$io/command.sh"
 # What init needs from the host: where the checkout and the kernel's
 # modules are, in the host's paths.
-printf 'checkout=%q\nmoddir=%q\nkver=%q\n' "$checkout" "$moddir" "$kver" >"$io/guest.conf"
+printf 'checkout=%q\nmoddir=%q\nkver=%q\nprivate_checkout=%s\n' \
+	"$checkout" "$moddir" "$kver" "$private_checkout" >"$io/guest.conf"
 
+co_ro=
+[ "$private_checkout" = 0 ] || co_ro=,readonly=on
 boot() { # ACCEL -> starts qemu in the background, sets qemu_pid
 	# One host thread runs every vCPU: with a thread per vCPU
 	# (thread=multi), a vCPU running syscall_trace_enter while the other
@@ -186,7 +196,7 @@ boot() { # ACCEL -> starts qemu in the background, sets qemu_pid
 		-append "console=ttyS0 panic=-1 $loglevel mitigations=off regcache_vm_accel=$1" \
 		-serial "file:$io/console.log" -serial "file:$io/output" \
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
-		-virtfs "local,path=$checkout,mount_tag=checkout,security_model=none,multidevs=remap" \
+		-virtfs "local,path=$checkout,mount_tag=checkout,security_model=none,multidevs=remap$co_ro" \
 		-virtfs "local,path=$io,mount_tag=vmio,security_model=none" \
 		-device virtio-rng-pci \
 		</dev/null >"$io/qemu.log" 2>&1 &

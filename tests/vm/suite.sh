@@ -7,17 +7,32 @@
 # in the guest every monitor, the daemon and the RDMA device are there, so
 # a skip is a regression unless that kernel truly lacks what it needs.
 #
-# Usage: tests/vm/suite.sh [ci|full] [run.sh options...]
+# Usage: tests/vm/suite.sh [ci|full] [--shards N] [run.sh options...]
 #   ci   (default) the monitors, the DMA-checked scenarios, regcached, the
 #        bridges, verbs on rxe0, chaos; what CI runs
 #   full every test of the build, the slow fuzz, allocator and valgrind
 #        ones included
+#   --shards N  split the tests over N guests run side by side (default:
+#        the host's CPUs, at most 4). Under TCG one host thread runs a
+#        guest, so on two cores two guests take half the time of one.
+#   --only REGEX  of those, only the tests whose names match
 # REGCACHE_VM_BUILD names another build directory (already configured).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 subset=ci
 case "${1:-}" in ci|full) subset=$1; shift ;; esac
+shards=$(nproc); [ "$shards" -le 4 ] || shards=4
+only=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--shards)
+		shards=$2; shift 2
+		[ "$shards" -ge 1 ] 2>/dev/null || { echo "suite.sh: --shards N, N >= 1" >&2; exit 2; } ;;
+	--only) only=$2; shift 2 ;;
+	*) break ;;
+	esac
+done
 
 build=${REGCACHE_VM_BUILD:-build-vm}
 if [ -z "${REGCACHE_VM_BUILD:-}" ]; then
@@ -36,14 +51,16 @@ cmake --build "$build" -j "$(nproc)" >/dev/null
 ci_labels='monitor|bpf|uffd|regcached|verbs|rdma|mpi|bridge|chaos|fork|limits|info'
 ci_exclude='fuzz|valgrind|@.*\+(jemalloc|mimalloc|tcmalloc)|^monitor-race@|^bridge-fabric-gap-nocheck$'
 ctest_args=(--test-dir "$build" --timeout 900 --output-on-failure)
+# Also fetches and prepares the kernel, before guests start side by side.
 kernel_guess=$(tests/vm/run.sh --print-kernel "$@" 2>/dev/null || true)
 known=tests/vm/known-failures-${kernel_guess}
 known_re=
 if [ -f "$known" ]; then
 	known_re=$(awk '!/^#/ && NF { printf "%s^%s$", sep, $1; sep = "|" }' "$known")
 fi
+select_args=()
 if [ "$subset" = ci ]; then
-	ctest_args+=(-L "$ci_labels" -E "$ci_exclude${known_re:+|$known_re}")
+	select_args=(-L "$ci_labels" -E "$ci_exclude${known_re:+|$known_re}")
 	if [ -n "$known_re" ]; then
 		echo "=== known failures on $kernel_guess, not run (see $known):"
 		awk '!/^#/ && NF { print "    " $0 }' "$known"
@@ -55,24 +72,109 @@ fi
 # monitor start, which the daemon's restarts and the forks multiply.
 # Then the scenarios and chaos again by fentry, the default on 6.1.
 fentry_tests='^(monitor-(munmap|mremap|madvise|map-fixed|sbrk|free-malloc|in-use|uring-madvise|fork)@bpf|chaos@bpf|bpf-attach-mode|bpf-syscall-tax|bpf-int80)$'
-guest_cmd=$(printf '%q ' ctest "${ctest_args[@]}")
-if [ "$subset" = ci ]; then
-	guest_cmd="REGCACHE_BPF_ATTACH=syscalls $guest_cmd; a=\$?;"
-	guest_cmd+=" echo '=== again, the eBPF monitor attached by fentry';"
-	guest_cmd+=" REGCACHE_BPF_ATTACH=fentry ctest --test-dir $(printf %q "$build")"
-	guest_cmd+=" --timeout 900 --output-on-failure -R '$fentry_tests'; b=\$?;"
-	guest_cmd+=' [ $a = 0 ] && exit $b; exit $a'
+list_tests() { # ctest selection args -> one test name a line
+	ctest --test-dir "$build" -N "$@" | sed -n 's/^ *Test *#[0-9]*: //p'
+}
+# The shards: longest first, each to the shard with the least so far
+# (the costs CTest recorded in this build; 1 s for a test never run).
+# Prints "SHARD PASS NAME", PASS being bulk or fentry.
+costs=$build/Testing/Temporary/CTestCostData.txt
+plan=$({
+	list_tests "${select_args[@]}" | sed 's/^/bulk /'
+	[ "$subset" != ci ] || list_tests -R "$fentry_tests" | sed 's/^/fentry /'
+} | awk -v only="$only" 'only == "" || $2 ~ only' | awk -v shards="$shards" -v costs="$costs" '
+	BEGIN {
+		while ((getline line < costs) > 0) {
+			if (line == "---") break
+			split(line, f, " "); cost[f[1]] = f[3] + 0
+		}
+	}
+	{ pass[NR] = $1; name[NR] = $2; c[NR] = ($2 in cost) ? cost[$2] : 1; n = NR }
+	END {
+		for (i = 1; i <= n; i++) order[i] = i
+		for (i = 2; i <= n; i++)	# insertion sort, longest first
+			for (j = i; j > 1 && c[order[j]] > c[order[j - 1]]; j--) {
+				t = order[j]; order[j] = order[j - 1]; order[j - 1] = t
+			}
+		for (i = 1; i <= n; i++) {
+			best = 1
+			for (k = 2; k <= shards; k++) if (load[k] < load[best]) best = k
+			load[best] += c[order[i]]
+			print best, pass[order[i]], name[order[i]]
+		}
+	}')
+[ -n "$plan" ] || { echo "=== no tests selected in $build" >&2; exit 1; }
+
+shard_re() { # SHARD PASS -> an anchored regular expression of its tests
+	awk -v k="$1" -v p="$2" '$1 == k && $2 == p { print $3 }' <<<"$plan" |
+		sed 's/[][\\.+*?(){}|^$]/\\&/g' | paste -sd'|' | sed 's/.*/^(&)$/;s/^^()\$$//'
+}
+guest_cmd_for() { # SHARD -> the shell command its guest runs
+	local bulk fentry cmd
+	bulk=$(shard_re "$1" bulk) fentry=$(shard_re "$1" fentry)
+	cmd="a=0; b=0;"
+	if [ -n "$bulk" ]; then
+		[ "$subset" != ci ] || cmd+=" REGCACHE_BPF_ATTACH=syscalls"
+		cmd+=" $(printf '%q ' ctest "${ctest_args[@]}" -R "$bulk"); a=\$?;"
+	fi
+	if [ -n "$fentry" ]; then
+		cmd+=" echo '=== again, the eBPF monitor attached by fentry';"
+		cmd+=" REGCACHE_BPF_ATTACH=fentry $(printf '%q ' ctest "${ctest_args[@]}" -R "$fentry"); b=\$?;"
+	fi
+	echo "$cmd"' [ $a = 0 ] && exit $b; exit $a'
+}
+
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+run_opts=()
+[ "$shards" = 1 ] || run_opts=(--private-checkout)
+echo "=== $(wc -l <<<"$plan") tests over $shards guest(s)"
+guests=() tails=()
+for k in $(seq "$shards"); do
+	[ -n "$(awk -v k="$k" '$1 == k' <<<"$plan")" ] || continue
+	: >"$logs/$k"
+	(
+		set +e
+		tests/vm/run.sh "${run_opts[@]}" "$@" -- sh -c "$(guest_cmd_for "$k")" \
+			>"$logs/$k" 2>&1
+		echo $? >"$logs/$k.status"
+	) &
+	guests+=("$k:$!")
+	# Each line as it comes, marked with its guest.
+	tail -n +1 -F "$logs/$k" 2>/dev/null | sed -u "s/^/[$k] /" &
+	tails+=("$!")
+done
+status=0
+for g in "${guests[@]}"; do
+	k=${g%%:*}
+	wait "${g#*:}" || true
+	s=$(cat "$logs/$k.status" 2>/dev/null || echo 125)
+	if [ "$s" = 125 ]; then
+		echo "=== guest $k did not run its tests (its lines above)" >&2
+		status=1
+	elif [ "$s" != 0 ]; then
+		status=$s
+	fi
+done
+sleep 0.5
+kill "${tails[@]}" 2>/dev/null || true
+pkill -P $$ -x tail 2>/dev/null || true
+log="$logs/all"
+cat "$logs"/[0-9]* | tr -d '\r' >"$log"
+# Every failure again, together, after the interleaved lines.
+if [ "$status" != 0 ]; then
+	echo "=== failed in the guest:"
+	sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (\(Failed\|Timeout\|Not Run\|SEGFAULT\|Subprocess aborted\|Exception\))$/    \1 (\2)/p' "$log"
 fi
 
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-set +e
-tests/vm/run.sh "$@" -- sh -c "$guest_cmd" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
-set -e
-[ "$status" != 125 ] || { echo "=== the guest did not run the suite (above)" >&2; exit 1; }
-
 kver=$(sed -n 's/^tests\/vm: kernel \([0-9]*\.[0-9]*\).*/\1/p' "$log" | head -n1)
+[ -n "$kver" ] || { echo "=== no guest reported its kernel" >&2; status=1; }
+# A guest that ran fewer tests than it was given must not pass.
+ran=$(sed -n 's/.* tests failed out of \([0-9]*\)$/\1/p' "$log" | awk '{ n += $1 } END { print n + 0 }')
+if [ "$ran" != "$(wc -l <<<"$plan")" ]; then
+	echo "=== the guests ran $ran tests of the $(wc -l <<<"$plan") planned" >&2
+	status=1
+fi
 allowed=tests/vm/skips-$kver
 unexpected=()
 while read -r name; do
