@@ -76,6 +76,8 @@ static inline int t_exit_status(void)
 #endif
 #define T_SCALE(n) ((__typeof__(n))t_scale((long)(n) / T_SCALE_BUILD))
 int t_scale(long n);
+/* $REGCACHE_TEST_SLOWDOWN, 1 when unset: what watchdogs multiply by. */
+int t_slowdown(void);
 
 /* A timed stress run's only argument, [--seconds S]: S, or @dflt without
  * it. Anything else prints the usage and exits 2. */
@@ -275,8 +277,9 @@ struct t_child_cases {
  * Run @fn(@arg) in a forked child (which dies with this process) and count
  * its exit status in @k: 0 passes ("  ok" and the time), 77 skips, a signal
  * is a CRASH, anything else a FAIL. A child still running after
- * T_CASE_SECONDS is a HANG: where each of its threads sleeps is printed,
- * then it is killed. @what names the case in those lines.
+ * T_CASE_SECONDS (times t_slowdown()) is a HANG: where each of its threads
+ * sleeps is printed, then it is killed. @what names the case in those
+ * lines.
  */
 void t_child_case(struct t_child_cases *k, const char *what,
 		  int (*fn)(const void *arg), const void *arg);

@@ -55,6 +55,10 @@ regcache_add_test(NAME seccomp-deny SOURCES seccomp-deny.c
   LABELS limits MONITORS bpf userfaultfd none TIMEOUT 600)
 regcache_add_test(NAME limits-rlimit SOURCES limits-rlimit.c
   LABELS limits MONITORS bpf userfaultfd none TIMEOUT 600)
+# A kernel that gives released fixed buffers back to RLIMIT_MEMLOCK late
+# (6.1): registrations wait for it rather than fail.
+regcache_add_test(NAME uring-release-lag SOURCES uring-release-lag.c
+  LABELS limits TIMEOUT 300)
 
 # libFuzzer targets (tests/fuzz-*.c). They need clang, and the main build
 # uses gcc, so a clang sub-build (build-dir/fuzz) compiles the library with

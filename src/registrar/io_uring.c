@@ -7,8 +7,10 @@
  */
 #include <errno.h>
 #include <liburing.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <regcache/uring.h>
@@ -19,12 +21,29 @@
 /* The kernel's limit on fixed buffers per ring (IORING_MAX_REG_BUFFERS). */
 #define RC_URING_MAX_SLOTS 16384u
 
+/*
+ * Until io_uring's resource nodes were reworked in 2023, the kernel gave a
+ * released buffer's pages back to RLIMIT_MEMLOCK's count up to a second
+ * later (a delayed work, HZ): measured on 6.1, where four 64 KiB
+ * registrations then releases exhaust 256 KiB for 1.02 s; 6.18 gives them
+ * back at once. There, -ENOMEM soon after a release may be that lag rather
+ * than the limit, so a registration waits for the lag to pass before it
+ * fails: at most RELEASE_LAG_NS after this ring's last release, polling.
+ * Two waits that did not help, on a ring where none ever did, turn the
+ * waiting off (a kernel without the lag, or a limit really reached).
+ */
+#define RELEASE_LAG_NS 2000000000ll
+#define RELEASE_POLL_US 20000
+
 struct rc_uring {
 	struct io_uring *ring;
 	pid_t pid;		/* the process whose ring this is */
 	unsigned first;
 	unsigned count;
 	bool owns_table;
+	_Atomic long long last_release_ns;	/* CLOCK_MONOTONIC; 0: none yet */
+	atomic_bool lag_helped;
+	atomic_uint lag_misses;	/* waits that did not help */
 	pthread_mutex_t lock;	/* protects free_slots; never held across a syscall */
 	unsigned nr_free;
 	unsigned free_slots[];	/* stack of free slot indexes */
@@ -39,6 +58,51 @@ struct rc_uring {
 static bool in_child(const struct rc_uring *u)
 {
 	return getpid() != u->pid;
+}
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* Fill @slot with @iov; on -ENOMEM within the release lag, poll until the
+ * lag of this ring's last release has passed. */
+static int update_slot(struct rc_uring *u, unsigned slot, struct iovec *iov)
+{
+	long long first_failure = 0;
+	int ret;
+
+	for (;;) {
+		long long last, t;
+
+		ret = io_uring_register_buffers_update_tag(u->ring, slot, iov,
+							   NULL, 1);
+		if (ret != -ENOMEM) {
+			if (ret == 1 && first_failure &&
+			    !atomic_exchange(&u->lag_helped, true))
+				rc_info("io_uring gave released buffers back to "
+					"RLIMIT_MEMLOCK %lld ms late; "
+					"registrations that meet this wait for it",
+					(now_ns() - first_failure) / 1000000);
+			return ret;
+		}
+		last = atomic_load(&u->last_release_ns);
+		t = now_ns();
+		if (!first_failure)
+			first_failure = t;
+		if (!last || (!atomic_load(&u->lag_helped) &&
+			      atomic_load(&u->lag_misses) >= 2))
+			return ret;
+		if (t - last > RELEASE_LAG_NS) {
+			if (first_failure != t)
+				atomic_fetch_add(&u->lag_misses, 1);
+			return ret;
+		}
+		usleep(RELEASE_POLL_US);
+	}
 }
 
 static int uring_reg(void *ctx, void *addr, size_t len, unsigned access,
@@ -64,7 +128,7 @@ static int uring_reg(void *ctx, void *addr, size_t len, unsigned access,
 	slot = u->free_slots[--u->nr_free];
 	pthread_mutex_unlock(&u->lock);
 
-	ret = io_uring_register_buffers_update_tag(u->ring, slot, &iov, NULL, 1);
+	ret = update_slot(u, slot, &iov);
 	if (ret == 1) {
 		*handle = (void *)(uintptr_t)(slot + 1);
 		return 0;
@@ -93,6 +157,8 @@ static void uring_dereg(void *ctx, void *handle)
 		rc_error("could not release fixed buffer slot %u: %s; the "
 			 "slot is lost until the ring is closed", slot,
 			 strerror(ret < 0 ? -ret : EIO));
+	if (ret == 1)
+		atomic_store(&u->last_release_ns, now_ns());
 	pthread_mutex_lock(&u->lock);
 	if (ret == 1)
 		u->free_slots[u->nr_free++] = slot;
