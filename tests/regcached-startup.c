@@ -6,7 +6,8 @@
  * 128 processes (uid 65534, regcached-launch) wait on one pipe, then each
  * creates its first cache; the test takes the time from the release to the
  * last one's "ready" (monitor "regcached"). The bound is not checked under
- * sanitizers.
+ * sanitizers or emulation ($REGCACHE_TEST_SLOWDOWN), which slow every
+ * step; the 128 clients must still all be served.
  */
 #include <string.h>
 #include <sys/wait.h>
@@ -76,7 +77,12 @@ int main(void)
 	       "the start\n", ok, N, (last - t0) * 1e3);
 	T_EXPECT_EQ(N, ok);
 #ifndef REGCACHE_SANITIZE
-	T_CHECK(last - t0 <= 1.0);
+	if (t_slowdown() == 1)
+		T_CHECK(last - t0 <= 1.0);
+	else
+		printf("SKIP (part): the 1 s bound is not checked under "
+		       "emulation (REGCACHE_TEST_SLOWDOWN=%d)\n",
+		       t_slowdown());
 #endif
 	return t_exit_status();
 }
