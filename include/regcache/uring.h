@@ -24,14 +24,16 @@ struct io_uring;
  * @params: limits and flags; may be NULL. Its ops and ctx are ignored.
  * @cache:  out: the new cache.
  *
- * Registers a sparse fixed-buffer table of 16384 slots on @ring, which must
- * not have one yet; the cache then owns every slot. A region's slot is
+ * Registers a fixed-buffer table of 16384 empty slots on @ring, which must
+ * not have one yet (sparse from Linux 5.19; before, from 5.13, as 16384
+ * empty iovecs); the cache then owns every slot. A region's slot is
  * released by updating it to an empty iovec. max_regions is capped at the
  * number of slots.
  *
  * Return: 0; -EINVAL for NULL @ring or @cache; -EBUSY if @ring already has a
  * fixed-buffer table (create the cache first, or use
- * regcache_uring_create_slots()); or the error of io_uring_register_buffers_sparse().
+ * regcache_uring_create_slots()); or the kernel's error registering the
+ * table (-EINVAL, then -EFAULT, before 5.13).
  * Context: thread-safe with respect to other rings.
  */
 int regcache_uring_create(struct io_uring *ring,

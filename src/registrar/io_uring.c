@@ -218,6 +218,36 @@ static int create(struct io_uring *ring, unsigned first, unsigned count,
 	return 0;
 }
 
+/*
+ * A table of @n empty slots. Sparse registration (IORING_RSRC_REGISTER_SPARSE)
+ * is 5.19; from 5.13 on a table may hold empty iovecs, so before 5.19 (Ubuntu
+ * 22.04's 5.15, RHEL 9's 5.14) the same table is registered as @n empty
+ * iovecs, which the kernel keeps as empty slots alike. Before 5.13 both fail
+ * (-EINVAL, then -EFAULT for the NULL base). $REGCACHE_URING_NO_SPARSE takes
+ * the second way on any kernel (tests/uring-no-sparse.c).
+ */
+static int register_empty_table(struct io_uring *ring, unsigned n)
+{
+	struct iovec *empty;
+	int ret = -EINVAL;
+
+	if (!getenv("REGCACHE_URING_NO_SPARSE"))
+		ret = io_uring_register_buffers_sparse(ring, n);
+	if (ret != -EINVAL)
+		return ret;
+	empty = calloc(n, sizeof(*empty));
+	if (!empty)
+		return -ENOMEM;
+	ret = io_uring_register_buffers(ring, empty, n);
+	free(empty);
+	if (!ret)
+		rc_info("regcache_uring_create: no sparse buffer tables "
+			"(Linux < 5.19%s): registered %u empty slots instead",
+			getenv("REGCACHE_URING_NO_SPARSE") ?
+			", or $REGCACHE_URING_NO_SPARSE" : "", n);
+	return ret;
+}
+
 int regcache_uring_create(struct io_uring *ring,
 			  const struct regcache_params *params,
 			  struct regcache **cache)
@@ -228,7 +258,7 @@ int regcache_uring_create(struct io_uring *ring,
 		rc_warn("regcache_uring_create: ring and cache must not be NULL");
 		return -EINVAL;
 	}
-	ret = io_uring_register_buffers_sparse(ring, RC_URING_MAX_SLOTS);
+	ret = register_empty_table(ring, RC_URING_MAX_SLOTS);
 	if (ret == -EBUSY) {
 		rc_warn("regcache_uring_create: the ring already has a fixed "
 			"buffer table; create the cache before registering "
@@ -238,8 +268,9 @@ int regcache_uring_create(struct io_uring *ring,
 	}
 	if (ret) {
 		rc_warn("regcache_uring_create: registering a sparse table of "
-			"%u buffers failed: %s", RC_URING_MAX_SLOTS,
-			strerror(-ret));
+			"%u buffers failed: %s%s", RC_URING_MAX_SLOTS,
+			strerror(-ret), ret == -EFAULT || ret == -EINVAL ?
+			" (empty fixed-buffer slots need Linux 5.13)" : "");
 		return ret;
 	}
 	ret = create(ring, 0, RC_URING_MAX_SLOTS, true, params, cache);

@@ -36,6 +36,16 @@ if ! mount -t overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work ove
 	echo "regcache-vm init: no overlay on 9p; the root stays read-only" >/dev/ttyS0
 	mount --bind /lower /host
 fi
+mount -t proc proc /host/proc
+mount -t sysfs sysfs /host/sys
+mount -t devtmpfs devtmpfs /host/dev
+mkdir -p /host/dev/pts /host/dev/shm
+mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /host/dev/pts
+mount -t tmpfs -o mode=1777 tmpfs /host/dev/shm
+for d in /tmp /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs "/host$d"; done
+mount -t tmpfs -o mode=0755 tmpfs /host/run
+# The checkout last, so that no tmpfs above hides it (a clone in /tmp).
+mkdir -p "/host$checkout" 2>/dev/null
 if [ "$private_checkout" = 1 ]; then
 	# Read-only from the host; what the guest writes stays in its tmpfs.
 	mkdir -p /checkout /rw/co-upper /rw/co-work
@@ -46,21 +56,13 @@ else
 	mount -t 9p -o "$p9" checkout "/host$checkout" || fail "cannot mount the checkout at $checkout"
 fi
 
-mount -t proc proc /host/proc
-mount -t sysfs sysfs /host/sys
-mount -t devtmpfs devtmpfs /host/dev
-mkdir -p /host/dev/pts /host/dev/shm
-mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /host/dev/pts
-mount -t tmpfs -o mode=1777 tmpfs /host/dev/shm
-for d in /tmp /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs "/host$d"; done
-mount -t tmpfs -o mode=0755 tmpfs /host/run
 mount -t tracefs tracefs /host/sys/kernel/tracing
 mount -t debugfs debugfs /host/sys/kernel/debug
 mount -t bpf bpf /host/sys/fs/bpf
 mount -t cgroup2 cgroup2 /host/sys/fs/cgroup
 # The guest kernel's modules, for modprobe inside (the host has its own).
 mkdir -p /host/lib/modules/"$kver" &&
-	mount --bind "/host$moddir" /host/lib/modules/"$kver"
+	mount --bind "/lower$moddir" /host/lib/modules/"$kver"
 mkdir -p /host/run/regcache-vm && mount --bind /vmio /host/run/regcache-vm
 
 hostname "$(cat /host/etc/hostname 2>/dev/null || echo regcache-vm)"

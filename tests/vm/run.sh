@@ -171,7 +171,7 @@ cwd=$(pwd -P)
 	# Stress tests shrink their counts under emulation (tests/helpers.h).
 	[ -n "${REGCACHE_TEST_SLOWDOWN:-}" ] ||
 		echo 'grep -q "regcache_vm_accel=tcg" /proc/cmdline && export REGCACHE_TEST_SLOWDOWN=4'
-	printf 'cd %q 2>/dev/null || cd /\n' "$cwd"
+	printf 'cd %q 2>/dev/null || { echo "tests/vm: %q is not in the guest (the guest has its own /tmp, /run, /dev/shm); running in /" >&2; cd /; }\n' "$cwd" "$cwd"
 	printf 'exec'; printf ' %q' "$@"; echo
 } >"$io/command.sh"
 # What init needs from the host: where the checkout and the kernel's

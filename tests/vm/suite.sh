@@ -35,6 +35,7 @@ while [ $# -gt 0 ]; do
 done
 
 build=${REGCACHE_VM_BUILD:-build-vm}
+build=$(realpath -m "$build")	# the guest's working directory may differ
 if [ -z "${REGCACHE_VM_BUILD:-}" ]; then
 	cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREGCACHE_WERROR=ON >/dev/null
 fi
