@@ -284,6 +284,41 @@ bool t_dma_visible(struct io_uring *ring, struct regcache_region *region,
 	return oracle_seen(fds, ret, pattern_byte, seed, buf, len);
 }
 
+bool t_user_memlock_free(size_t limit)
+{
+	/* The cache's budget (3/4 of the limit): the kernel may count the
+	 * ring's own pages against the rest. */
+	size_t want = limit / 4 * 3;
+	char *buf = t_map(want);
+	struct iovec iov = { buf, want };
+	double t0 = t_now();
+	struct io_uring ring;
+	int ret;
+
+	t_ring_init(&ring);
+	while ((ret = io_uring_register_buffers(&ring, &iov, 1)) == -ENOMEM &&
+	       t_now() - t0 < 10.0 * t_slowdown())
+		usleep(50000);
+	if (ret == 0)
+		io_uring_unregister_buffers(&ring);	/* waits for the release */
+	io_uring_queue_exit(&ring);
+	munmap(buf, want);
+	if (ret == 0) {
+		if (t_now() - t0 > 0.1)
+			printf("  uid %d's memlock was free after %.1f s\n",
+			       (int)getuid(), t_now() - t0);
+		return true;
+	}
+	fprintf(stderr, "  uid %d cannot pin %zu KiB of its %zu KiB limit "
+		"after %.0f s (%s); other processes of the uid hold some:\n",
+		(int)getuid(), want >> 10, limit >> 10, t_now() - t0,
+		strerror(-ret));
+	fflush(stderr);
+	if (system("ps -o pid,ppid,stat,etime,args -u \"$(id -u)\" >&2"))
+		fprintf(stderr, "  (ps failed)\n");
+	return false;
+}
+
 long t_vma_count(void)
 {
 	FILE *f = fopen("/proc/self/maps", "r");

@@ -146,6 +146,15 @@ struct regcache *t_uring_cache(struct io_uring *ring, unsigned flags,
 bool t_dma_visible(struct io_uring *ring, struct regcache_region *region,
 		   void *buf, size_t len, unsigned seed);
 
+/*
+ * The kernel counts pinned memory per user, not per process: what other
+ * processes of this uid still pin (an earlier test's, a killed process's
+ * ring torn down late) comes off this process's RLIMIT_MEMLOCK. Waits (10 s
+ * times t_slowdown()) until 3/4 of @limit, the cache's budget, can be
+ * pinned here; false, with the uid's processes printed, if it never can.
+ */
+bool t_user_memlock_free(size_t limit);
+
 /* The byte at @i of the pattern that t_prep_read_visible() writes. */
 unsigned char t_prep_byte(unsigned seed, size_t i);
 /*

@@ -151,6 +151,8 @@ static int case_memlock(size_t max_bytes)
 	T_REQUIRE(setgroups(0, NULL) == 0 || errno == EPERM);
 	T_REQUIRE(setresgid(65534, 65534, 65534) == 0);
 	T_REQUIRE(setresuid(65534, 65534, 65534) == 0);
+	if (!t_user_memlock_free(limit))
+		return T_EXIT_FAIL;
 	t_ring_init(&ring);
 	c = create(&ring, max_bytes);
 	if (!c)

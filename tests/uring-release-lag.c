@@ -73,6 +73,8 @@ static int child(void)
 	int ret;
 
 	become_nobody();
+	if (!t_user_memlock_free(256 << 10))
+		return T_EXIT_FAIL;
 	lag = kernel_lags(buf);
 	printf("control: this kernel gives a released buffer back to "
 	       "RLIMIT_MEMLOCK %s\n", lag ? "late (the fifth of five 64 KiB "
