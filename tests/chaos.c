@@ -939,6 +939,9 @@ int main(int argc, char **argv)
 	int nt = 0;
 	unsigned long gets;
 
+	/* Line by line, so that a crash leaves what was printed before it
+	 * (with a pipe for stdout, a full buffer would die with it). */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	seed = (unsigned)time(NULL) ^ (unsigned)getpid();
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
