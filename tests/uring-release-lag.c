@@ -18,7 +18,6 @@
 #include <grp.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -31,7 +30,7 @@
 
 #define LEN 65536
 
-static void become_nobody(void)
+static void become_unprivileged(void)
 {
 	struct rlimit rl = { 256 << 10, 256 << 10 };
 
@@ -78,7 +77,7 @@ static int child(void)
 	bool lag;
 	int ret;
 
-	become_nobody();
+	become_unprivileged();
 	if (!t_user_memlock_free(256 << 10))
 		return T_EXIT_FAIL;
 	lag = kernel_lags(buf);
@@ -139,25 +138,22 @@ static int child(void)
 	return t_exit_status();
 }
 
+static int run_child(const void *arg)
+{
+	(void)arg;
+	return child();
+}
+
 int main(void)
 {
-	pid_t pid;
-	int status;
+	struct t_child_cases cases = { 0 };
 
 	if (getuid() != 0) {
 		printf("SKIP: drops to uid 65532 with a 256 KiB memlock limit, "
 		       "which needs root\n");
 		return T_EXIT_SKIP;
 	}
-	pid = fork();
-	T_REQUIRE(pid >= 0);
-	if (pid == 0)
-		exit(child());
-	T_REQUIRE(waitpid(pid, &status, 0) == pid);
-	if (!WIFEXITED(status)) {
-		fprintf(stderr, "FAIL: the uid 65532 child died (status %#x)\n",
-			status);
-		return T_EXIT_FAIL;
-	}
-	return WEXITSTATUS(status);
+	t_child_case(&cases, "uid 65532, 256 KiB of RLIMIT_MEMLOCK", run_child,
+		     NULL);
+	return t_child_cases_status(&cases);
 }

@@ -153,15 +153,15 @@ static void uring_dereg(void *ctx, void *handle)
 	if (in_child(u))
 		return;
 	ret = io_uring_register_buffers_update_tag(u->ring, slot, &empty, NULL, 1);
-	if (ret != 1)
+	if (ret != 1) {
 		rc_error("could not release fixed buffer slot %u: %s; the "
 			 "slot is lost until the ring is closed", slot,
 			 strerror(ret < 0 ? -ret : EIO));
-	if (ret == 1)
-		atomic_store(&u->last_release_ns, now_ns());
+		return;
+	}
+	atomic_store(&u->last_release_ns, now_ns());
 	pthread_mutex_lock(&u->lock);
-	if (ret == 1)
-		u->free_slots[u->nr_free++] = slot;
+	u->free_slots[u->nr_free++] = slot;
 	pthread_mutex_unlock(&u->lock);
 }
 
@@ -228,10 +228,11 @@ static int create(struct io_uring *ring, unsigned first, unsigned count,
  */
 static int register_empty_table(struct io_uring *ring, unsigned n)
 {
+	bool forced = getenv("REGCACHE_URING_NO_SPARSE") != NULL;
 	struct iovec *empty;
 	int ret = -EINVAL;
 
-	if (!getenv("REGCACHE_URING_NO_SPARSE"))
+	if (!forced)
 		ret = io_uring_register_buffers_sparse(ring, n);
 	if (ret != -EINVAL)
 		return ret;
@@ -243,8 +244,7 @@ static int register_empty_table(struct io_uring *ring, unsigned n)
 	if (!ret)
 		rc_info("regcache_uring_create: no sparse buffer tables "
 			"(Linux < 5.19%s): registered %u empty slots instead",
-			getenv("REGCACHE_URING_NO_SPARSE") ?
-			", or $REGCACHE_URING_NO_SPARSE" : "", n);
+			forced ? ", or $REGCACHE_URING_NO_SPARSE" : "", n);
 	return ret;
 }
 
