@@ -319,6 +319,86 @@ bool t_user_memlock_free(size_t limit)
 	return false;
 }
 
+/* The value of the first line of @path that starts with @key (the rest of
+ * the line, without the blanks after the key); "" if none. */
+static void proc_line(const char *path, const char *key, char *out, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+
+	out[0] = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key))) {
+			char *v = line + strlen(key);
+
+			v += strspn(v, " \t");
+			v[strcspn(v, "\n")] = 0;
+			snprintf(out, n, "%.*s", (int)n - 1, v);
+			break;
+		}
+	fclose(f);
+}
+
+void t_io_uring_census(void)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *p;
+	int rings = 0;
+
+	if (!proc)
+		return;
+	fprintf(stderr, "  io_uring census (rings open, tasks in teardown):\n");
+	while ((p = readdir(proc))) {
+		char path[600], link[64], uid[64], comm[64], bufs[64];
+		struct dirent *fd;
+		DIR *fds;
+		FILE *f;
+
+		if (p->d_name[0] < '0' || p->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/status", p->d_name);
+		proc_line(path, "Uid:", uid, sizeof(uid));
+		proc_line(path, "Name:", comm, sizeof(comm));
+		snprintf(path, sizeof(path), "/proc/%s/stack", p->d_name);
+		if ((f = fopen(path, "r"))) {
+			char stack[2048];
+			size_t n = fread(stack, 1, sizeof(stack) - 1, f);
+
+			stack[n] = 0;
+			fclose(f);
+			if (strstr(stack, "io_ring_exit") || strstr(stack, "io_wq"))
+				fprintf(stderr, "    pid %s (%s) in io_uring's "
+					"teardown:\n%s", p->d_name, comm, stack);
+		}
+		snprintf(path, sizeof(path), "/proc/%s/fd", p->d_name);
+		if (!(fds = opendir(path)))
+			continue;
+		while ((fd = readdir(fds))) {
+			ssize_t n;
+
+			snprintf(path, sizeof(path), "/proc/%s/fd/%s", p->d_name,
+				 fd->d_name);
+			n = readlink(path, link, sizeof(link) - 1);
+			if (n < 0)
+				continue;
+			link[n] = 0;
+			if (strcmp(link, "anon_inode:[io_uring]"))
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/fdinfo/%s",
+				 p->d_name, fd->d_name);
+			proc_line(path, "UserBufs:", bufs, sizeof(bufs));
+			fprintf(stderr, "    pid %s (%s, uids %s) fd %s: %s fixed buffers\n",
+				p->d_name, comm, uid, fd->d_name, bufs);
+			rings++;
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	fprintf(stderr, "  %d rings open\n", rings);
+}
+
 long t_vma_count(void)
 {
 	FILE *f = fopen("/proc/self/maps", "r");

@@ -154,6 +154,11 @@ bool t_dma_visible(struct io_uring *ring, struct regcache_region *region,
  * pinned here; false, with the uid's processes printed, if it never can.
  */
 bool t_user_memlock_free(size_t limit);
+/* As root, after t_user_memlock_free() failed in a child: print every open
+ * io_uring of the machine (process, uid, the fixed buffers its fdinfo
+ * lists) and every task whose kernel stack is in io_uring's teardown, so
+ * that the holder of a user's pinned memory can be named. */
+void t_io_uring_census(void);
 
 /* The byte at @i of the pattern that t_prep_read_visible() writes. */
 unsigned char t_prep_byte(unsigned seed, size_t i);
