@@ -65,7 +65,7 @@ int main(void)
 {
 	struct io_uring ring;
 	pthread_t th;
-	int fd, hung = 0, forks = T_SCALE(300);
+	int fd, hung = 0, forks = T_SCALE(120);
 
 	t_monitor_only("bpf");
 	t_ring_init(&ring);

@@ -130,7 +130,7 @@ int main(void)
 	struct regcache_stats st;
 	struct regcache_region *r;
 
-	rounds = T_SCALE(400);
+	rounds = T_SCALE(150 * T_STRESS_FACTOR);
 	per_round = T_SCALE(20000);
 
 	page = (size_t)sysconf(_SC_PAGESIZE);

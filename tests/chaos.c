@@ -931,7 +931,7 @@ static void *watchdog(void *arg)
 
 int main(int argc, char **argv)
 {
-	double seconds = T_SECONDS(30), t0, elapsed;
+	double seconds = T_SECONDS(12), t0, elapsed;
 	pthread_t th[NCHECKERS + NMUTATORS + NMALLOCERS], dog;
 	struct regcache_stats st, sum = { 0 };
 	const char *tmp = getenv("TMPDIR");

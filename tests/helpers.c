@@ -21,6 +21,11 @@
 
 int t_failures;
 
+__attribute__((constructor)) static void tests_start(void)
+{
+	t_crash_report_install();
+}
+
 /* Can this process load tracing BPF programs? The smallest tracepoint
  * program; only EPERM/EACCES mean "not here". */
 static int bpf_probe(void)

@@ -66,16 +66,26 @@ static inline int t_exit_status(void)
  * the durations of timed stress runs, which there look for races and
  * memory errors rather than for rare interleavings. Counts also shrink by
  * $REGCACHE_TEST_SLOWDOWN (an integer; tests/vm/run.sh sets 4 under
- * QEMU's emulation), never below 1. */
+ * QEMU's emulation), never below 1. T_SECONDS(s) is a timed stress run's
+ * default length: s seconds in CI, times the build's REGCACHE_TEST_STRESS
+ * (T_STRESS_FACTOR; larger for a soak run). */
+#ifndef T_STRESS_FACTOR
+#define T_STRESS_FACTOR 1
+#endif
 #ifdef REGCACHE_SANITIZE
 #define T_SCALE_BUILD 8
-#define T_SECONDS(s) ((s) / 3.0)
+#define T_SECONDS(s) ((s) * T_STRESS_FACTOR / 3.0)
 #else
 #define T_SCALE_BUILD 1
-#define T_SECONDS(s) ((double)(s))
+#define T_SECONDS(s) ((double)(s) * T_STRESS_FACTOR)
 #endif
 #define T_SCALE(n) ((__typeof__(n))t_scale((long)(n) / T_SCALE_BUILD))
 int t_scale(long n);
+/* (crash.c) a SIGSEGV, SIGBUS, SIGILL or SIGFPE prints the signal, the
+ * address and the thread's stack to stderr, then kills the process as it
+ * would have; installed before main() in every test (not under a
+ * sanitizer, which reports on its own). */
+void t_crash_report_install(void);
 /* $REGCACHE_TEST_SLOWDOWN, 1 when unset: what watchdogs multiply by. */
 int t_slowdown(void);
 

@@ -424,7 +424,7 @@ int main(int argc, char **argv)
 	bool bpf;
 	int ret;
 
-	seconds = t_arg_seconds(argc, argv, T_SECONDS(10));
+	seconds = t_arg_seconds(argc, argv, T_SECONDS(6));
 	if (!seed)
 		seed = 1;
 	want = getenv("REGCACHE_MONITOR");

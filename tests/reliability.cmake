@@ -2,17 +2,18 @@
 # negative control, kill -9 cycles, signal storms, seccomp filters and
 # resource limits, and (in
 # allocators.cmake) the same under jemalloc, mimalloc and tcmalloc.
-# The chaos test runs 30 s per monitor, kill-cycle and signal-storm 10 s;
-# a third of that in sanitizer builds (T_SECONDS).
+# The chaos test runs 12 s per monitor, kill-cycle and signal-storm 6 s;
+# a third of that in sanitizer builds, times REGCACHE_TEST_STRESS for a
+# soak run (T_SECONDS).
 regcache_add_test(NAME chaos SOURCES chaos.c LIBS Threads::Threads
   LABELS stress chaos MONITORS bpf userfaultfd none TIMEOUT 150)
 # Negative control: nothing invalidates, the checker must see stale bytes.
 add_test(NAME chaos-blind COMMAND chaos --blind --seconds 5)
 # The same workload with regcache_invalidate() before every change.
-add_test(NAME chaos-explicit COMMAND chaos --explicit --seconds 10)
+add_test(NAME chaos-explicit COMMAND chaos --explicit --seconds 6)
 set_tests_properties(chaos-blind chaos-explicit PROPERTIES SKIP_RETURN_CODE 77
   TIMEOUT 120 LABELS "stress;chaos" ENVIRONMENT REGCACHE_MONITOR=none)
-# kill -9 cycles (10 s per monitor) and signal storms (10 s per monitor);
+# kill -9 cycles (6 s per monitor) and signal storms (6 s per monitor);
 # these and chaos also run under the daemon, as uid 65534 through
 # regcached-launch (whose --max-per-user 3 makes a leaked client slot
 # visible to kill-cycle).
@@ -63,8 +64,9 @@ regcache_add_test(NAME uring-release-lag SOURCES uring-release-lag.c
 # libFuzzer targets (tests/fuzz-*.c). They need clang, and the main build
 # uses gcc, so a clang sub-build (build-dir/fuzz) compiles the library with
 # ASan and coverage and links the targets; only the plain build makes it,
-# and each target runs for 10 s per monitor from its committed corpus
-# (tests/fuzz/corpus-*), writing what it finds to the build directory.
+# and each target runs for 6 s per monitor (times REGCACHE_TEST_STRESS)
+# from its committed corpus (tests/fuzz/corpus-*), writing what it finds
+# to the build directory.
 # REGCACHE_FUZZ=OFF leaves it out; without clang it is left out with a
 # message.
 option(REGCACHE_FUZZ "build and run the libFuzzer targets in a clang sub-build" ON)
@@ -118,13 +120,15 @@ elseif(REGCACHE_FUZZ AND NOT REGCACHE_SANITIZE)
       BUILD_COMMAND ${fuzz_build}
       INSTALL_COMMAND ""
       BUILD_ALWAYS ON)
+    math(EXPR fuzz_seconds "6 * ${REGCACHE_TEST_STRESS}")
+    math(EXPR fuzz_timeout "${fuzz_seconds} + 120")
     set(fuzz_runs cache@bpf cache@userfaultfd cache@none index)
     foreach(run ${fuzz_runs})
       string(REGEX REPLACE "@.*" "" target ${run})
       set(out ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-${run})
       add_test(NAME fuzz-${run} COMMAND sh -c
-        "mkdir -p '${out}' && exec '${fuzz_dir}/tests/fuzz-${target}' -max_total_time=10 -timeout=10 -print_final_stats=1 -artifact_prefix='${out}-crash-' '${out}' '${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus-${target}'")
-      set_tests_properties(fuzz-${run} PROPERTIES TIMEOUT 120 LABELS fuzz
+        "mkdir -p '${out}' && exec '${fuzz_dir}/tests/fuzz-${target}' -max_total_time=${fuzz_seconds} -timeout=10 -print_final_stats=1 -artifact_prefix='${out}-crash-' '${out}' '${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus-${target}'")
+      set_tests_properties(fuzz-${run} PROPERTIES TIMEOUT ${fuzz_timeout} LABELS fuzz
         ENVIRONMENT LD_PRELOAD=${asan_rt})
       if(run MATCHES "@(.*)$")
         set_tests_properties(fuzz-${run} PROPERTIES

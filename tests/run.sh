@@ -7,6 +7,8 @@
 # eBPF monitor tests run for real (as unprivileged user they skip, loudly).
 #
 # Usage: tests/run.sh [plain|asan|tsan|vm ...]   (default: all four)
+# REGCACHE_TEST_STRESS=N makes the timed stress tests (chaos, kill-cycle,
+# signal-storm, fuzzing) N times longer than in CI: a soak run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,7 +40,7 @@ for cfg in "${configs[@]}"; do
 	dir=build-test-$cfg
 	echo "=== $cfg build ($dir) ==="
 	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREGCACHE_WERROR=ON \
-		"${flags[@]}" >/dev/null
+		-DREGCACHE_TEST_STRESS="${REGCACHE_TEST_STRESS:-1}" "${flags[@]}" >/dev/null
 	cmake --build "$dir" -j "$jobs" >/dev/null
 	# Serial: monitor tests count attached BPF programs and VMAs, and
 	# the race tests need both cores.

@@ -221,7 +221,7 @@ int main(int argc, char **argv)
 	struct regcache *c;
 	pthread_t st, dog;
 
-	seconds = t_arg_seconds(argc, argv, T_SECONDS(10));
+	seconds = t_arg_seconds(argc, argv, T_SECONDS(6));
 	page = sysconf(_SC_PAGESIZE);
 	/* The first cache starts the monitor before any signal flies. */
 	t_ring_init(&ring);

@@ -13,8 +13,15 @@
 #   full every test of the build, the slow fuzz, allocator and valgrind
 #        ones included
 #   --shards N  split the tests over N guests run side by side (default:
-#        the host's CPUs, at most 4). Under TCG one host thread runs a
-#        guest, so on two cores two guests take half the time of one.
+#        one more than the host's CPUs, at most 4, and no more than its
+#        free memory holds at 2.5 GiB a guest). A guest's vCPUs are host
+#        threads under TCG, and a guest waits part of the time (its tests
+#        sleep, it boots), so on two cores three guests take 4.5 min
+#        where two take 5.6 and one 11.
+#        The tests are dealt out longest first by what they cost in the
+#        guest last time (tests/vm/costs-<kernel>; each run writes the
+#        figures it measured to <build>/vm-costs-<kernel>), else by the
+#        host's CTest costs.
 #   --only REGEX  of those, only the tests whose names match
 # REGCACHE_VM_BUILD names another build directory (already configured).
 set -euo pipefail
@@ -22,7 +29,10 @@ cd "$(dirname "$0")/../.."
 
 subset=ci
 case "${1:-}" in ci|full) subset=$1; shift ;; esac
-shards=$(nproc); [ "$shards" -le 4 ] || shards=4
+shards=$(($(nproc) + 1)); [ "$shards" -le 4 ] || shards=4
+mem_guests=$(awk '/^MemAvailable:/ { print int($2 / (2.5 * 1024 * 1024)) }' /proc/meminfo)
+[ "${mem_guests:-1}" -ge 1 ] || mem_guests=1
+[ "$shards" -le "$mem_guests" ] || shards=$mem_guests
 only=
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -76,21 +86,28 @@ fentry_tests='^(monitor-(munmap|mremap|madvise|map-fixed|sbrk|free-malloc|in-use
 list_tests() { # ctest selection args -> one test name a line
 	ctest --test-dir "$build" -N "$@" | sed -n 's/^ *Test *#[0-9]*: //p'
 }
-# The shards: longest first, each to the shard with the least so far
-# (the costs CTest recorded in this build; 1 s for a test never run).
+# The shards: longest first, each to the shard with the least so far.
+# A test's cost: its seconds in the guest (tests/vm/costs-<kernel>: "PASS
+# NAME SECONDS" lines), else 4 times what CTest recorded for it in this
+# build on the host, else 4 s.
 # Prints "SHARD PASS NAME", PASS being bulk or fentry.
 costs=$build/Testing/Temporary/CTestCostData.txt
+guest_costs=tests/vm/costs-${kernel_guess}
 plan=$({
 	list_tests "${select_args[@]}" | sed 's/^/bulk /'
 	[ "$subset" != ci ] || list_tests -R "$fentry_tests" | sed 's/^/fentry /'
-} | awk -v only="$only" 'only == "" || $2 ~ only' | awk -v shards="$shards" -v costs="$costs" '
+} | awk -v only="$only" 'only == "" || $2 ~ only' | awk -v shards="$shards" -v costs="$costs" -v guest_costs="$guest_costs" '
 	BEGIN {
 		while ((getline line < costs) > 0) {
 			if (line == "---") break
-			split(line, f, " "); cost[f[1]] = f[3] + 0
+			split(line, f, " "); cost["bulk " f[1]] = cost["fentry " f[1]] = 4 * f[3]
+		}
+		while ((getline line < guest_costs) > 0) {
+			if (line ~ /^#/) continue
+			split(line, f, " "); cost[f[1] " " f[2]] = f[3] + 0
 		}
 	}
-	{ pass[NR] = $1; name[NR] = $2; c[NR] = ($2 in cost) ? cost[$2] : 1; n = NR }
+	{ pass[NR] = $1; name[NR] = $2; c[NR] = ($0 in cost) ? cost[$0] : 4; n = NR }
 	END {
 		for (i = 1; i <= n; i++) order[i] = i
 		for (i = 2; i <= n; i++)	# insertion sort, longest first
@@ -170,6 +187,23 @@ fi
 
 kver=$(sed -n 's/^tests\/vm: kernel \([0-9]*\.[0-9]*\).*/\1/p' "$log" | head -n1)
 [ -n "$kver" ] || { echo "=== no guest reported its kernel" >&2; status=1; }
+# What each test cost in the guest, for the next run's shards.
+if [ -n "$kver" ]; then
+	measured=$build/vm-costs-$kver
+	{
+		echo "# PASS TEST SECONDS in the guest of tests/vm/suite.sh on $kver ($shards guests)"
+		for k in $(seq "$shards"); do
+			[ -f "$logs/$k" ] || continue
+			tr -d '\r' <"$logs/$k" | awk -v pass=bulk '
+				/again, the eBPF monitor attached by fentry/ { pass = "fentry" }
+				/ Test +#[0-9]+: / && $NF == "sec" {
+					for (i = 1; i < NF; i++)
+						if ($i ~ /^#[0-9]+:$/) { print pass, $(i + 1), $(NF - 1); break }
+				}'
+		done | sort -k1,1 -k2,2
+	} >"$measured"
+	echo "=== the guest's test costs: $measured (cp to tests/vm/costs-$kver to deal by them)"
+fi
 # A guest that ran fewer tests than it was given must not pass.
 ran=$(sed -n 's/.* tests failed out of \([0-9]*\)$/\1/p' "$log" | awk '{ n += $1 } END { print n + 0 }')
 if [ "$ran" != "$(wc -l <<<"$plan")" ]; then
