@@ -109,8 +109,9 @@ static int attempt(const struct b_cache *c, enum b_change what, bool *retry)
 		remapped = b_map_at(buf, len);
 		break;
 	case B_RAW_MREMAP:
+		/* MREMAP_FIXED replaces other's pages in one step: no hole
+		 * for another thread's mmap to land in. */
 		other = b_map_at(NULL, len);
-		T_REQUIRE(syscall(SYS_munmap, other, len) == 0);
 		T_REQUIRE((char *)syscall(SYS_mremap, buf, len, len,
 					  MREMAP_MAYMOVE | MREMAP_FIXED,
 					  other) == other);
