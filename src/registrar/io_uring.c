@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <liburing.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -23,16 +25,28 @@
 
 /*
  * Until io_uring's resource nodes were reworked in 2023, the kernel gave a
- * released buffer's pages back to RLIMIT_MEMLOCK's count up to a second
- * later (a delayed work, HZ): measured on 6.1, where four 64 KiB
- * registrations then releases exhaust 256 KiB for 1.02 s; 6.18 gives them
- * back at once. There, -ENOMEM soon after a release may be that lag rather
- * than the limit, so a registration waits for the lag to pass before it
- * fails: at most RELEASE_LAG_NS after this ring's last release, polling.
- * Two waits that did not help, on a ring where none ever did, turn the
- * waiting off (a kernel without the lag, or a limit really reached).
+ * released buffer's pages back to RLIMIT_MEMLOCK's count late (a delayed
+ * work, HZ): measured on 6.1, 1.02-1.07 s in a guest, idle or loaded
+ * (tests/vm/release-lag-probe.c), and more than 2 s at times with three
+ * emulated guests on two cores; 6.18 gives them back at once. There,
+ * -ENOMEM after a release may be that lag rather than the limit.
+ *
+ * The kernel also counts the pages in the mm's pinned_vm (VmPin in
+ * /proc/self/status), and gives them back to both at once. So a release
+ * is still pending while VmPin exceeds the bytes this process's io_uring
+ * caches hold: a registration that meets -ENOMEM then waits, polling,
+ * until it succeeds, VmPin falls to what is held (the limit is reached),
+ * or RELEASE_LAG_MAX_NS pass after the process's last release. Pins of
+ * the process outside these caches (a ring or MR of its own) look like
+ * pending releases, so at a real limit such a process waits out the bound.
+ * Whether the kernel lags is seen at the process's first release (VmPin
+ * does not fall); where it does not, -ENOMEM is the limit and fails at
+ * once. Without VmPin, the wait is RELEASE_LAG_NS after the last release.
+ * (A buffer in a transparent huge page is counted whole, so it too makes
+ * VmPin exceed what is held.)
  */
 #define RELEASE_LAG_NS 2000000000ll
+#define RELEASE_LAG_MAX_NS 10000000000ll
 #define RELEASE_POLL_US 20000
 
 struct rc_uring {
@@ -41,13 +55,23 @@ struct rc_uring {
 	unsigned first;
 	unsigned count;
 	bool owns_table;
-	_Atomic long long last_release_ns;	/* CLOCK_MONOTONIC; 0: none yet */
 	atomic_bool lag_helped;
-	atomic_uint lag_misses;	/* waits that did not help */
 	pthread_mutex_t lock;	/* protects free_slots; never held across a syscall */
 	unsigned nr_free;
+	unsigned *held_pages;	/* per slot (index - first): pages pinned */
 	unsigned free_slots[];	/* stack of free slot indexes */
 };
+
+/* What the process's io_uring caches hold, in page-rounded bytes, and when
+ * one of them last released a buffer (CLOCK_MONOTONIC; 0: never). A forked
+ * child starts with a VmPin of 0 and none of the parent's caches usable,
+ * so the first cache it creates starts these afresh. */
+static _Atomic long long process_held_bytes;
+static _Atomic long long process_last_release_ns;
+static _Atomic pid_t process_counted;	/* whose counts these are */
+
+enum release_timing { RELEASE_UNKNOWN, RELEASE_PROMPT, RELEASE_LATE };
+static _Atomic int release_timing;	/* this kernel's, once seen */
 
 /*
  * A forked child shares the parent's ring (the fd) but cannot use it (the
@@ -68,41 +92,105 @@ static long long now_ns(void)
 	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-/* Fill @slot with @iov; on -ENOMEM within the release lag, poll until the
- * lag of this ring's last release has passed. */
+/* The bytes the kernel counts as pinned in this mm; -1 if unreadable. */
+static long long vm_pinned_bytes(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[128];
+	long long kib = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmPin:", 6)) {
+			kib = atoll(line + 6);
+			break;
+		}
+	fclose(f);
+	return kib < 0 ? -1 : kib << 10;
+}
+
+/* @len bytes at @addr, rounded out to whole pages: what the kernel pins. */
+static long long page_bytes(const void *addr, size_t len)
+{
+	const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~(page - 1);
+	uintptr_t end = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
+
+	return (long long)(end - start);
+}
+
+/* Whether -ENOMEM at @t may still be released pages on their way back. */
+static bool release_may_be_pending(long long t)
+{
+	long long last = atomic_load(&process_last_release_ns);
+	long long pinned;
+
+	if (!last || atomic_load(&release_timing) == RELEASE_PROMPT)
+		return false;
+	pinned = vm_pinned_bytes();
+	if (pinned < 0)
+		return t - last <= RELEASE_LAG_NS;
+	return pinned > atomic_load(&process_held_bytes) &&
+	       t - last <= RELEASE_LAG_MAX_NS;
+}
+
+/* Fill @slot with @iov; on -ENOMEM while a release may be pending, poll
+ * until it has come back (see above). Every registration judges by what it
+ * sees: waits that did not help (the limit was reached) never stop a later
+ * one from waiting. */
 static int update_slot(struct rc_uring *u, unsigned slot, struct iovec *iov)
 {
 	long long first_failure = 0;
+	bool waited = false, last_try = false;
 	int ret;
 
 	for (;;) {
-		long long last, t;
-
 		ret = io_uring_register_buffers_update_tag(u->ring, slot, iov,
 							   NULL, 1);
-		if (ret != -ENOMEM) {
-			if (ret == 1 && first_failure &&
-			    !atomic_exchange(&u->lag_helped, true))
-				rc_info("io_uring gave released buffers back to "
-					"RLIMIT_MEMLOCK %lld ms late; "
-					"registrations that meet this wait for it",
-					(now_ns() - first_failure) / 1000000);
-			return ret;
-		}
-		last = atomic_load(&u->last_release_ns);
-		t = now_ns();
+		if (ret != -ENOMEM || last_try)
+			break;
 		if (!first_failure)
-			first_failure = t;
-		if (!last || (!atomic_load(&u->lag_helped) &&
-			      atomic_load(&u->lag_misses) >= 2))
-			return ret;
-		if (t - last > RELEASE_LAG_NS) {
-			if (first_failure != t)
-				atomic_fetch_add(&u->lag_misses, 1);
-			return ret;
+			first_failure = now_ns();
+		if (!release_may_be_pending(now_ns())) {
+			if (!waited)
+				break;
+			last_try = true; /* they may have come back since */
+			continue;
 		}
+		waited = true;
 		usleep(RELEASE_POLL_US);
 	}
+	if (ret == 1 && waited && !atomic_exchange(&u->lag_helped, true))
+		rc_info("io_uring gave released buffers back to RLIMIT_MEMLOCK "
+			"%lld ms late; registrations that meet this wait for it",
+			(now_ns() - first_failure) / 1000000);
+	return ret;
+}
+
+/* Release @slot (an empty iovec); the first release of the process also
+ * shows whether this kernel gives the pages back at once. */
+static int release_slot(struct rc_uring *u, unsigned slot, long long bytes)
+{
+	struct iovec empty = { 0 };
+	bool probe = atomic_load(&release_timing) == RELEASE_UNKNOWN;
+	long long before = probe ? vm_pinned_bytes() : -1;
+	int ret;
+
+	ret = io_uring_register_buffers_update_tag(u->ring, slot, &empty,
+						   NULL, 1);
+	if (ret != 1)
+		return ret;
+	atomic_fetch_sub(&process_held_bytes, bytes);
+	atomic_store(&process_last_release_ns, now_ns());
+	if (before >= 0) {
+		long long after = vm_pinned_bytes();
+
+		if (after >= 0)
+			atomic_store(&release_timing, after < before ?
+				     RELEASE_PROMPT : RELEASE_LATE);
+	}
+	return ret;
 }
 
 static int uring_reg(void *ctx, void *addr, size_t len, unsigned access,
@@ -130,6 +218,11 @@ static int uring_reg(void *ctx, void *addr, size_t len, unsigned access,
 
 	ret = update_slot(u, slot, &iov);
 	if (ret == 1) {
+		long long bytes = page_bytes(addr, len);
+
+		u->held_pages[slot - u->first] = (unsigned)(bytes /
+						sysconf(_SC_PAGESIZE));
+		atomic_fetch_add(&process_held_bytes, bytes);
 		*handle = (void *)(uintptr_t)(slot + 1);
 		return 0;
 	}
@@ -147,19 +240,18 @@ static void uring_dereg(void *ctx, void *handle)
 {
 	struct rc_uring *u = ctx;
 	unsigned slot = (unsigned)((uintptr_t)handle - 1);
-	struct iovec empty = { 0 };
 	int ret;
 
 	if (in_child(u))
 		return;
-	ret = io_uring_register_buffers_update_tag(u->ring, slot, &empty, NULL, 1);
+	ret = release_slot(u, slot, (long long)u->held_pages[slot - u->first] *
+			   sysconf(_SC_PAGESIZE));
 	if (ret != 1) {
 		rc_error("could not release fixed buffer slot %u: %s; the "
 			 "slot is lost until the ring is closed", slot,
 			 strerror(ret < 0 ? -ret : EIO));
 		return;
 	}
-	atomic_store(&u->last_release_ns, now_ns());
 	pthread_mutex_lock(&u->lock);
 	u->free_slots[u->nr_free++] = slot;
 	pthread_mutex_unlock(&u->lock);
@@ -188,9 +280,14 @@ static int create(struct io_uring *ring, unsigned first, unsigned count,
 	struct rc_uring *u;
 	int ret;
 
-	u = calloc(1, sizeof(*u) + count * sizeof(u->free_slots[0]));
+	u = calloc(1, sizeof(*u) + 2 * count * sizeof(u->free_slots[0]));
 	if (!u)
 		return -ENOMEM;
+	u->held_pages = &u->free_slots[count];
+	if (atomic_exchange(&process_counted, u->pid) != u->pid) {
+		atomic_store(&process_held_bytes, 0);
+		atomic_store(&process_last_release_ns, 0);
+	}
 	u->ring = ring;
 	u->pid = getpid();
 	u->first = first;
