@@ -59,6 +59,7 @@ struct rc_uring {
 	pthread_mutex_t lock;	/* protects free_slots; never held across a syscall */
 	unsigned nr_free;
 	unsigned *held_pages;	/* per slot (index - first): pages pinned */
+	uintptr_t page_size;
 	unsigned free_slots[];	/* stack of free slot indexes */
 };
 
@@ -72,6 +73,14 @@ static _Atomic pid_t process_counted;	/* whose counts these are */
 
 enum release_timing { RELEASE_UNKNOWN, RELEASE_PROMPT, RELEASE_LATE };
 static _Atomic int release_timing;	/* this kernel's, once seen */
+
+/* Where releases are known to be prompt, -ENOMEM is the limit: nothing of
+ * the above is consulted, so registrations do not keep it. */
+static bool releases_may_lag(void)
+{
+	return atomic_load_explicit(&release_timing, memory_order_relaxed) !=
+	       RELEASE_PROMPT;
+}
 
 /*
  * A forked child shares the parent's ring (the fd) but cannot use it (the
@@ -111,13 +120,14 @@ static long long vm_pinned_bytes(void)
 }
 
 /* @len bytes at @addr, rounded out to whole pages: what the kernel pins. */
-static long long page_bytes(const void *addr, size_t len)
+static unsigned pages_of(const struct rc_uring *u, const void *addr,
+			 size_t len)
 {
-	const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t start = (uintptr_t)addr & ~(page - 1);
-	uintptr_t end = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
+	uintptr_t start = (uintptr_t)addr & ~(u->page_size - 1);
+	uintptr_t end = ((uintptr_t)addr + len + u->page_size - 1) &
+			~(u->page_size - 1);
 
-	return (long long)(end - start);
+	return (unsigned)((end - start) / u->page_size);
 }
 
 /* Whether -ENOMEM at @t may still be released pages on their way back. */
@@ -126,7 +136,7 @@ static bool release_may_be_pending(long long t)
 	long long last = atomic_load(&process_last_release_ns);
 	long long pinned;
 
-	if (!last || atomic_load(&release_timing) == RELEASE_PROMPT)
+	if (!last || !releases_may_lag())
 		return false;
 	pinned = vm_pinned_bytes();
 	if (pinned < 0)
@@ -170,18 +180,21 @@ static int update_slot(struct rc_uring *u, unsigned slot, struct iovec *iov)
 
 /* Release @slot (an empty iovec); the first release of the process also
  * shows whether this kernel gives the pages back at once. */
-static int release_slot(struct rc_uring *u, unsigned slot, long long bytes)
+static int release_slot(struct rc_uring *u, unsigned slot)
 {
 	struct iovec empty = { 0 };
+	bool lags = releases_may_lag();
 	bool probe = atomic_load(&release_timing) == RELEASE_UNKNOWN;
 	long long before = probe ? vm_pinned_bytes() : -1;
 	int ret;
 
 	ret = io_uring_register_buffers_update_tag(u->ring, slot, &empty,
 						   NULL, 1);
-	if (ret != 1)
+	if (ret != 1 || !lags)
 		return ret;
-	atomic_fetch_sub(&process_held_bytes, bytes);
+	atomic_fetch_sub(&process_held_bytes,
+			 (long long)u->held_pages[slot - u->first] *
+			 (long long)u->page_size);
 	atomic_store(&process_last_release_ns, now_ns());
 	if (before >= 0) {
 		long long after = vm_pinned_bytes();
@@ -218,11 +231,13 @@ static int uring_reg(void *ctx, void *addr, size_t len, unsigned access,
 
 	ret = update_slot(u, slot, &iov);
 	if (ret == 1) {
-		long long bytes = page_bytes(addr, len);
+		if (releases_may_lag()) {
+			unsigned pages = pages_of(u, addr, len);
 
-		u->held_pages[slot - u->first] = (unsigned)(bytes /
-						sysconf(_SC_PAGESIZE));
-		atomic_fetch_add(&process_held_bytes, bytes);
+			u->held_pages[slot - u->first] = pages;
+			atomic_fetch_add(&process_held_bytes,
+					 (long long)pages * (long long)u->page_size);
+		}
 		*handle = (void *)(uintptr_t)(slot + 1);
 		return 0;
 	}
@@ -244,8 +259,7 @@ static void uring_dereg(void *ctx, void *handle)
 
 	if (in_child(u))
 		return;
-	ret = release_slot(u, slot, (long long)u->held_pages[slot - u->first] *
-			   sysconf(_SC_PAGESIZE));
+	ret = release_slot(u, slot);
 	if (ret != 1) {
 		rc_error("could not release fixed buffer slot %u: %s; the "
 			 "slot is lost until the ring is closed", slot,
@@ -284,6 +298,7 @@ static int create(struct io_uring *ring, unsigned first, unsigned count,
 	if (!u)
 		return -ENOMEM;
 	u->held_pages = &u->free_slots[count];
+	u->page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
 	if (atomic_exchange(&process_counted, u->pid) != u->pid) {
 		atomic_store(&process_held_bytes, 0);
 		atomic_store(&process_last_release_ns, 0);
