@@ -30,6 +30,14 @@ struct io_uring;
  * released by updating it to an empty iovec. max_regions is capped at the
  * number of slots.
  *
+ * Some kernels (6.1; not 6.18) count a released buffer against
+ * RLIMIT_MEMLOCK for about a second more. A registration that then meets
+ * -ENOMEM while the process's VmPin shows more pinned than its io_uring
+ * caches hold waits for that release, polling, at most 10 s after the
+ * process's last one; a process that pins memory by other means (its own
+ * fixed buffers or MRs) can wait that long at a real limit. Where the
+ * first release lowers VmPin at once, -ENOMEM is returned at once.
+ *
  * Return: 0; -EINVAL for NULL @ring or @cache; -EBUSY if @ring already has a
  * fixed-buffer table (create the cache first, or use
  * regcache_uring_create_slots()); or the kernel's error registering the

@@ -27,8 +27,7 @@
  * Until io_uring's resource nodes were reworked in 2023, the kernel gave a
  * released buffer's pages back to RLIMIT_MEMLOCK's count late (a delayed
  * work, HZ): measured on 6.1, 1.02-1.07 s in a guest, idle or loaded
- * (tests/vm/release-lag-probe.c), and more than 2 s at times with three
- * emulated guests on two cores; 6.18 gives them back at once. There,
+ * (tests/vm/release-lag-probe.c); 6.18 gives them back at once. There,
  * -ENOMEM after a release may be that lag rather than the limit.
  *
  * The kernel also counts the pages in the mm's pinned_vm (VmPin in
