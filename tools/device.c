@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,12 +117,16 @@ const struct regcache_ops dev_regcache_ops = {
 static unsigned char pattern[DEV_MSG_MAX + 256];
 static int pipe_fds[2] = { -1, -1 };
 
+static void pattern_fill(void)
+{
+	for (size_t i = 0; i < sizeof(pattern); i++)
+		pattern[i] = (unsigned char)(((i * 7u) ^ (i >> 8) ^ 0x5a) | 1u);
+}
+
 static int dma_setup(void)
 {
 	if (pipe_fds[0] >= 0)
 		return 0;
-	for (size_t i = 0; i < sizeof(pattern); i++)
-		pattern[i] = (unsigned char)(((i * 7u) ^ (i >> 8) ^ 0x5a) | 1u);
 	if (pipe(pipe_fds))
 		return -errno;
 	/* One message must fit in the pipe. */
@@ -130,8 +135,14 @@ static int dma_setup(void)
 	return 0;
 }
 
+/* Every source of a message (the pipe of dev_dma_check, the verbs
+ * mode's RDMA WRITE buffer) takes its bytes from here, so the pattern is
+ * made before the first caller reads it, whoever that is. */
 const unsigned char *dev_pattern(uint64_t seed)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, pattern_fill);
 	return pattern + seed % 251;
 }
 
@@ -148,7 +159,7 @@ int dev_dma_check(struct dev *d, void *handle, void *dst, size_t len,
 	ret = dma_setup();
 	if (ret)
 		return ret;
-	src = pattern + seed % 251;
+	src = dev_pattern(seed);
 	if (write(pipe_fds[1], src, len) != (ssize_t)len)
 		return -EIO;
 	sqe = io_uring_get_sqe(&d->ring);
