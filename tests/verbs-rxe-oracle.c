@@ -2,16 +2,19 @@
 /*
  * Description: the DMA oracle through a real RDMA device. For each way an
  * application changes the pages behind a cached buffer X (libc and raw
- * munmap + mmap at the same address, munmap of one page, mremap away +
- * mmap, mremap onto X, mremap shrink, MADV_DONTNEED libc and raw,
- * MADV_FREE, MADV_REMOVE by this process and by a forked one, io_uring
- * IORING_OP_MADVISE, MAP_FIXED over X, sbrk shrink + grow, free + malloc
- * at the same address, shmdt + shmat of another segment, a hole punched in
- * a memfd and in a tmpfs file, by this process and by another): cache X
- * (get, put, get again: a hit where the monitor caches it), change the
- * mapping, then get X again, RDMA-WRITE a new pattern into it through its
- * rkey over a loopback RC queue pair and check that the application sees
- * it. The negative control of each case RDMA-writes through the
+ * munmap + mmap at the same address, munmap of one page, munmap through
+ * the i386 int $0x80 entry, munmap by a clone(CLONE_VM) child process,
+ * mremap away + mmap, mremap onto X, mremap shrink, MREMAP_DONTUNMAP,
+ * MADV_DONTNEED libc and raw, MADV_DONTNEED_LOCKED on an mlock'ed buffer,
+ * process_madvise(MADV_DONTNEED) on ourselves, MADV_FREE, MADV_REMOVE by
+ * this process and by a forked one, io_uring IORING_OP_MADVISE, MAP_FIXED
+ * over X, raw MAP_FIXED over one page of X, sbrk shrink + grow, free +
+ * malloc at the same address, shmdt + shmat of another segment, a hole
+ * punched in a memfd and in a tmpfs file, by this process and by another):
+ * cache X (get, put, get again: a hit where the monitor caches it), change
+ * the mapping, then get X again, RDMA-WRITE a new pattern into it through
+ * its rkey over a loopback RC queue pair and check that the application
+ * sees it. The negative control of each case RDMA-writes through the
  * registration held across the change and must not see the bytes (the
  * change really stranded the pinned pages). Run under each monitor (and
  * the regcached client): 0 stale.
@@ -23,14 +26,21 @@
  *
  * Unlike io_uring on 6.1 (EOPNOTSUPP for file-backed and SysV memory),
  * ibv_reg_mr registers shared memory, so the shmdt and file cases are
- * proven here. Skips (77) without an RDMA device.
+ * proven here. A change this kernel refuses (process_madvise DONTNEED
+ * before 6.13, MADV_DONTNEED_LOCKED before 5.18, int $0x80 without IA32
+ * emulation or off x86_64) is printed as not possible, with the reason,
+ * and is no case. Skips (77) without an RDMA device.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 
 #include <regcache/verbs.h>
@@ -42,12 +52,19 @@
 #define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
 #define NAIVE_MAX 64
 
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24
+#endif
+
 static struct td dev;
 static struct io_uring ring;
 static struct regcache *cache;
 static bool naive;
 static bool must_hit;		/* the monitor caches private anonymous memory */
-static int cases, stale, naive_stale, expected_stale;
+static int cases, stale, naive_stale, expected_stale, not_possible;
 
 /* The negative control: an address-keyed cache without invalidation. */
 static struct {
@@ -195,6 +212,17 @@ static void end(struct vcase *k, const char *what, bool stale_expected)
 	printf("ok: %s (%s)\n", what, k->cached ? "cached" : "pass-through");
 }
 
+/* The kernel refused the change itself: there is nothing to test, so it
+ * is no case (and no expected stale one for the naive control). Let go
+ * of X, if it is held, and say why. */
+static void refused(struct vcase *k, const char *what, const char *why)
+{
+	if (k)
+		vput(k->held);
+	not_possible++;
+	printf("not possible on this kernel: %s (%s)\n", what, why);
+}
+
 static char *map_at(char *addr, size_t len)
 {
 	char *p = mmap(addr, len, PROT_READ | PROT_WRITE,
@@ -238,10 +266,126 @@ static void case_munmap(void)
 	T_REQUIRE(munmap(buf, LEN) == 0);
 }
 
+#if defined(__x86_64__)
+static sigjmp_buf int80_jb;
+
+static void int80_segv(int sig)
+{
+	(void)sig;
+	siglongjmp(int80_jb, 1);
+}
+
+/* munmap through the i386 entry (int $0x80, i386 munmap is 91), as
+ * regcached-scenarios does: a 64-bit process may still reach the compat
+ * table, which a monitor decoding only the 64-bit calls would miss. Only
+ * the low 32 bits of each argument reach the kernel. */
+static long int80_munmap(void *addr, unsigned long len)
+{
+	long ret;
+
+	__asm__ volatile("int $0x80"
+			 : "=a"(ret)
+			 : "a"(91L), "b"(addr), "c"(len)
+			 : "memory", "r8", "r9", "r10", "r11", "cc");
+	return ret;
+}
+
+/* Why the i386 entry is not there, or NULL: munmap(0, 0) is EINVAL
+ * through it; without IA32 emulation int $0x80 faults or is ENOSYS.
+ * Asked before X is held, so that a fault leaves nothing behind. */
+static const char *int80_missing(void)
+{
+	long ret;
+
+	signal(SIGSEGV, int80_segv);
+	if (sigsetjmp(int80_jb, 1)) {
+		signal(SIGSEGV, SIG_DFL);
+		return "int $0x80 faults: no IA32 emulation";
+	}
+	ret = int80_munmap(NULL, 0);
+	signal(SIGSEGV, SIG_DFL);
+	if (ret == -ENOSYS)
+		return "int $0x80 is ENOSYS: no IA32 emulation";
+	T_EXPECT_EQ(-EINVAL, ret);
+	return NULL;
+}
+#endif
+
+static void case_int80(void)
+{
+	static const char what[] = "munmap through int $0x80 + mmap";
+#if defined(__x86_64__)
+	const char *why = int80_missing();
+	struct vcase k;
+	char *buf;
+
+	if (why) {
+		refused(NULL, what, why);
+		return;
+	}
+	buf = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+	T_REQUIRE(buf != MAP_FAILED);
+	T_REQUIRE((uintptr_t)buf + LEN <= 0xffffffffu);
+	begin(&k, buf, LEN, true);
+	T_EXPECT_EQ(0, int80_munmap(buf, LEN));
+	map_at(buf, LEN);
+	end(&k, what, true);
+	T_REQUIRE(munmap(buf, LEN) == 0);
+#else
+	refused(NULL, what, "int $0x80 from a 64-bit process is x86_64 only");
+#endif
+}
+
+#define CLONE_STACK (256 * 1024)
+static char *clone_target;
+
+/* Runs in our address space with our TLS but a pid of its own: raw system
+ * calls only, and no exit() (T_REQUIRE would run our atexit handlers). */
+static int clone_child(void *arg)
+{
+	const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE;
+
+	(void)arg;
+	if (syscall(SYS_munmap, clone_target, LEN))
+		return 1;
+	return (char *)syscall(SYS_mmap, clone_target, LEN,
+			       PROT_READ | PROT_WRITE, flags, -1, 0) ==
+	       clone_target ? 0 : 2;
+}
+
+/* Another process (its own tgid) that shares our mm, as bpf-clone-vm does:
+ * a monitor must find us through the mm, not only the tgid. */
+static void case_clone_vm(void)
+{
+	static const char what[] = "munmap + mmap by a clone(CLONE_VM) child "
+				   "process";
+	struct vcase k;
+	char *stack;
+	int status;
+	pid_t pid;
+
+#if defined(__SANITIZE_THREAD__)
+	printf("not run: %s (TSan cannot run a clone(CLONE_VM) child that "
+	       "shares the parent's thread state)\n", what);
+	return;
+#endif
+	stack = t_map(CLONE_STACK);
+	clone_target = t_map(LEN);
+	begin(&k, clone_target, LEN, true);
+	pid = clone(clone_child, stack + CLONE_STACK, CLONE_VM | SIGCHLD, NULL);
+	T_REQUIRE(pid > 0);
+	T_REQUIRE(waitpid(pid, &status, 0) == pid);
+	T_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	end(&k, what, true);
+	T_REQUIRE(munmap(clone_target, LEN) == 0);
+	T_REQUIRE(munmap(stack, CLONE_STACK) == 0);
+}
+
 static void case_mremap(void)
 {
 	struct vcase k;
-	char *buf = t_map(LEN), *dst = t_map(LEN);
+	char *buf = t_map(LEN), *dst = t_map(LEN), *moved;
 
 	T_REQUIRE(munmap(dst, LEN) == 0);
 	begin(&k, buf, LEN, true);
@@ -260,6 +404,21 @@ static void case_mremap(void)
 	map_at(dst + LEN / 2, LEN / 2);
 	end(&k, "mremap shrink + mmap of the tail", true);
 	T_REQUIRE(munmap(dst, LEN) == 0);
+
+	/* The pages move away but X stays mapped, empty: the application
+	 * faults in zeroes there without any mmap of its own. */
+	buf = t_map(LEN);
+	begin(&k, buf, LEN, true);
+	moved = mremap(buf, LEN, LEN, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, NULL);
+	if (moved == MAP_FAILED && errno == EINVAL) {
+		refused(&k, "mremap MREMAP_DONTUNMAP", "EINVAL: before 5.7");
+	} else {
+		T_REQUIRE(moved != MAP_FAILED);
+		end(&k, "mremap MREMAP_DONTUNMAP (X left mapped, empty)",
+		    true);
+		T_REQUIRE(munmap(moved, LEN) == 0);
+	}
+	T_REQUIRE(munmap(buf, LEN) == 0);
 }
 
 static int remove_shared(void *p)
@@ -271,8 +430,11 @@ static void case_madvise(void)
 {
 	struct io_uring_cqe *cqe;
 	struct io_uring_sqe *sqe;
+	struct iovec iov;
 	struct vcase k;
-	char *buf = t_map(LEN), *shared;
+	char *buf = t_map(LEN), *locked, *shared;
+	int pidfd;
+	long ret;
 
 	begin(&k, buf, LEN, true);
 	T_REQUIRE(madvise(buf, LEN, MADV_DONTNEED) == 0);
@@ -292,12 +454,45 @@ static void case_madvise(void)
 	io_uring_cqe_seen(&ring, cqe);
 	end(&k, "io_uring IORING_OP_MADVISE(MADV_DONTNEED)", true);
 
+	/* process_madvise on ourselves: no madvise call at all. Linux 6.13
+	 * takes any advice for the caller itself; before, only COLD,
+	 * PAGEOUT, WILLNEED (and COLLAPSE), so EINVAL. */
+	pidfd = syscall(SYS_pidfd_open, getpid(), 0);
+	T_REQUIRE(pidfd >= 0);
+	iov = (struct iovec){ .iov_base = buf, .iov_len = LEN };
+	begin(&k, buf, LEN, true);
+	ret = syscall(SYS_process_madvise, pidfd, &iov, 1, MADV_DONTNEED, 0);
+	if (ret < 0 && errno == EINVAL) {
+		refused(&k, "process_madvise(self, MADV_DONTNEED)",
+			"EINVAL: DONTNEED through process_madvise needs "
+			"Linux 6.13");
+	} else {
+		T_EXPECT_EQ(LEN, ret);
+		end(&k, "process_madvise(self, MADV_DONTNEED)", true);
+	}
+	close(pidfd);
+
 	/* Pinned pages are not freed lazily: nothing goes stale, and the
 	 * get afterwards must still be right. */
 	begin(&k, buf, LEN, true);
 	T_REQUIRE(madvise(buf, LEN, MADV_FREE) == 0);
 	end(&k, "madvise(MADV_FREE)", false);
 	T_REQUIRE(munmap(buf, LEN) == 0);
+
+	/* MADV_DONTNEED refuses mlock'ed pages (EINVAL); the _LOCKED advice
+	 * (Linux 5.18) drops them all the same. */
+	locked = t_map(LEN);
+	T_REQUIRE(mlock(locked, LEN) == 0);
+	begin(&k, locked, LEN, true);
+	if (madvise(locked, LEN, MADV_DONTNEED_LOCKED) == 0) {
+		end(&k, "madvise(MADV_DONTNEED_LOCKED) on an mlock'ed buffer",
+		    true);
+	} else {
+		T_REQUIRE(errno == EINVAL);
+		refused(&k, "madvise(MADV_DONTNEED_LOCKED)",
+			"EINVAL: before Linux 5.18");
+	}
+	T_REQUIRE(munmap(locked, LEN) == 0);
 
 	shared = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -322,6 +517,15 @@ static void case_map_fixed(void)
 	T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == buf);
 	end(&k, "mmap(MAP_FIXED) over the cached range", true);
+
+	/* One page inside X, not through libc's wrapper. */
+	begin(&k, buf, LEN, true);
+	T_REQUIRE((char *)syscall(SYS_mmap, buf + 4 * 4096, 4096,
+				  PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+				  0) == buf + 4 * 4096);
+	end(&k, "syscall(SYS_mmap, MAP_FIXED) over one page inside the "
+		"cached range", true);
 	T_REQUIRE(munmap(buf, LEN) == 0);
 }
 
@@ -480,6 +684,8 @@ int main(int argc, char **argv)
 	       naive ? "-" : regcache_monitor_name());
 
 	case_munmap();
+	case_int80();
+	case_clone_vm();
 	case_mremap();
 	case_madvise();
 	case_map_fixed();
@@ -489,16 +695,18 @@ int main(int argc, char **argv)
 	case_file_punch();
 
 	if (naive) {
-		printf("naive cache: %d of %d cases stale, %d expected stale\n",
-		       naive_stale, cases, expected_stale);
+		printf("naive cache: %d of %d cases stale, %d expected stale, "
+		       "%d not possible on this kernel\n", naive_stale, cases,
+		       expected_stale, not_possible);
 		/* Every change that strands the pinned pages must be caught. */
 		T_EXPECT_EQ(expected_stale, naive_stale);
 		naive_flush();
 	} else {
 		stats(&st);
-		printf("regcache: %d cases, %d stale; %llu hits, %llu "
-		       "registrations, %llu uncached, %llu invalidations\n",
-		       cases, stale, (unsigned long long)st.hits,
+		printf("regcache: %d cases, %d stale, %d not possible on this "
+		       "kernel; %llu hits, %llu registrations, %llu uncached, "
+		       "%llu invalidations\n", cases, stale, not_possible,
+		       (unsigned long long)st.hits,
 		       (unsigned long long)st.registrations,
 		       (unsigned long long)st.uncached,
 		       (unsigned long long)st.invalidations);
