@@ -164,15 +164,18 @@ set(RXE_UCX_ENV "UCX_TLS=rc_verbs,self;UCX_NET_DEVICES=rxe0:1;UCX_RNDV_THRESH=81
 if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
   find_library(TEST_UCX_UCP ucp HINTS ${TOOLS_UCX_LIBRARY_DIRS})
 endif()
-if(TEST_UCX_UCP)
-  add_executable(ucp-rxe ucp-rxe.c bridge_churn.c)
+if(TEST_UCX_UCP AND regcache_verbs_target)
+  add_executable(ucp-rxe ucp-rxe.c bridge_churn.c rxe_mr_count.c)
   target_include_directories(ucp-rxe PRIVATE ${TOOLS_UCX_INCLUDE})
-  target_link_libraries(ucp-rxe PRIVATE ${TEST_UCX_UCP} ${TOOLS_UCX_UCS})
+  target_link_libraries(ucp-rxe PRIVATE ${TEST_UCX_UCP} ${TOOLS_UCX_UCS}
+    ${regcache_verbs_target})
   add_test(NAME ucp-rxe COMMAND ucp-rxe stale)
-  set_tests_properties(ucp-rxe PROPERTIES
+  # The registration count's negative control: UCX's cache off.
+  add_test(NAME ucp-rxe-nocache COMMAND ucp-rxe nocache)
+  set_tests_properties(ucp-rxe ucp-rxe-nocache PROPERTIES
     ENVIRONMENT "${RXE_UCX_ENV};UCX_MEM_MMAP_HOOK_MODE=bistro")
-  set_tests_properties(ucp-rxe PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
-    LABELS "rdma;ucx;bridge")
+  set_tests_properties(ucp-rxe ucp-rxe-nocache PROPERTIES SKIP_RETURN_CODE 77
+    TIMEOUT 600 LABELS "rdma;ucx;bridge")
   foreach(m bpf userfaultfd)
     add_test(NAME ucp-rxe-run@${m} COMMAND ${PROJECT_BINARY_DIR}/tools/regcache-run
       $<TARGET_FILE:ucp-rxe> clean)
@@ -187,13 +190,16 @@ endif()
 
 # libfabric's verbs provider under ofi_rxm, the same loop: libfabric's own
 # monitor (memhooks) as the negative control, the bridge under regcache-run.
-if(TEST_FABRIC_LINK_LIBRARIES)
-  add_executable(fabric-rxe fabric-rxe.c bridge_churn.c)
+if(TEST_FABRIC_LINK_LIBRARIES AND regcache_verbs_target)
+  add_executable(fabric-rxe fabric-rxe.c bridge_churn.c rxe_mr_count.c)
   target_include_directories(fabric-rxe PRIVATE ${REGCACHE_FABRIC_PC_INCLUDE_DIRS})
-  target_link_libraries(fabric-rxe PRIVATE ${TEST_FABRIC_LINK_LIBRARIES})
+  target_link_libraries(fabric-rxe PRIVATE ${TEST_FABRIC_LINK_LIBRARIES}
+    ${regcache_verbs_target})
   add_test(NAME fabric-rxe COMMAND fabric-rxe stale)
-  set_tests_properties(fabric-rxe PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
-    LABELS "rdma;fabric;bridge")
+  # The registration count's negative control: libfabric's MR cache off.
+  add_test(NAME fabric-rxe-nocache COMMAND fabric-rxe nocache)
+  set_tests_properties(fabric-rxe fabric-rxe-nocache PROPERTIES
+    SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS "rdma;fabric;bridge")
   foreach(m bpf userfaultfd)
     add_test(NAME fabric-rxe-run@${m} COMMAND ${PROJECT_BINARY_DIR}/tools/regcache-run
       $<TARGET_FILE:fabric-rxe> clean)

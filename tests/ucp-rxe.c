@@ -15,10 +15,15 @@
  * buffer into its own registered buffer), and the receiver checks every
  * byte.
  *
- *   ucp-rxe stale|clean [rounds] [bytes]
+ *   ucp-rxe stale|clean|nocache [rounds] [bytes]
  *
  * stale: UCX's own hooks (the negative control): messages after raw
  * syscalls must be corrupted. clean: under regcache-run, none may be.
+ * Both must cache: a message through the buffers that never change,
+ * while the others change around them, must register nothing on the
+ * device (rxe_mr_count.h). nocache: UCX's cache off
+ * (UCX_IB_REG_METHODS=direct), the count's negative control: at least
+ * one registration for each such message, none corrupted.
  * Skips (77) with "No RDMA device found" where /sys/class/infiniband is
  * empty.
  */
@@ -32,6 +37,7 @@
 #include <ucp/api/ucp.h>
 
 #include "bridge_churn.h"
+#include "rxe_mr_count.h"
 
 static bool have_rdma_device(void)
 {
@@ -92,7 +98,12 @@ static ucs_status_t wait_req(void *req)
 
 int main(int argc, char **argv)
 {
-	bool expect_stale;
+	bool expect_stale, caching;
+	struct mr_count count;
+	const char *title;
+	unsigned long raw;
+	long regs, stable_regs = 0;
+	unsigned long stable = 0;
 	unsigned rounds = argc > 2 ? (unsigned)atoi(argv[2]) : 21;
 	size_t len = argc > 3 ? (size_t)atol(argv[3]) : 65536;
 	ucp_params_t params = {
@@ -114,11 +125,16 @@ int main(int argc, char **argv)
 	ucp_ep_h ep;
 	struct churn tx, rx;
 
-	if (argc < 2 || (strcmp(argv[1], "stale") && strcmp(argv[1], "clean"))) {
-		fprintf(stderr, "usage: ucp-rxe stale|clean [rounds] [bytes]\n");
+	if (argc < 2 || (strcmp(argv[1], "stale") && strcmp(argv[1], "clean") &&
+			 strcmp(argv[1], "nocache"))) {
+		fprintf(stderr, "usage: ucp-rxe stale|clean|nocache [rounds] "
+			"[bytes]\n");
 		return 2;
 	}
 	expect_stale = !strcmp(argv[1], "stale");
+	caching = strcmp(argv[1], "nocache") != 0;
+	if (!caching)	/* before UCX reads its configuration */
+		setenv("UCX_IB_REG_METHODS", "direct", 1);
 	if (!have_rdma_device()) {
 		printf("No RDMA device found (/sys/class/infiniband is empty): "
 		       "skipped; tests/vm/run.sh gives a Soft-RoCE device\n");
@@ -161,6 +177,8 @@ int main(int argc, char **argv)
 	}
 	CHECK_UCS(accept_status);
 
+	if (mr_count_begin(&count))
+		return 1;
 	for (unsigned r = 0; r < rounds; r++) {
 		for (int k = 0; k < CHURN_NKINDS; k++) {
 			ucp_request_param_t p = { .op_attr_mask = 0 };
@@ -171,19 +189,40 @@ int main(int argc, char **argv)
 
 			if (!sbuf || !rbuf)
 				return 1;
+			/* Unchanged buffers, from round 2 (the libfabric
+			 * bridge under userfaultfd caches a range from its
+			 * second registration): count what this message
+			 * registers; none, when it hits. */
+			bool counted = r > 1 && k == CHURN_NONE;
+
+			if (counted)
+				mr_count_since(&count);
 			rreq = ucp_tag_recv_nbx(wb, rbuf, len, tag, ~0ull, &p);
 			sreq = ucp_tag_send_nbx(ep, sbuf, len, tag, &p);
 			CHECK_UCS(wait_req(sreq));
 			CHECK_UCS(wait_req(rreq));
+			if (counted && (regs = mr_count_since(&count)) >= 0) {
+				stable_regs += regs;
+				stable++;
+			}
 			churn_check(&rx, r, k, rbuf);
 		}
 		if (r == 0)
 			ucp_ep_print_info(ep, stdout);
 	}
 
-	if (churn_verdict(&rx, "ucp-rxe", expect_stale ?
-			  "ucp-rxe: UCX's own memory hooks" :
-			  "ucp-rxe: regcache's bridge", expect_stale,
+	mr_count_since(&count);
+	mr_count_end(&count);
+	title = !caching ? "ucp-rxe: UCX with its registration cache off" :
+		expect_stale ? "ucp-rxe: UCX's own memory hooks" :
+		"ucp-rxe: regcache's bridge";
+	if (mr_count_verdict("ucp-rxe", &count,
+			     (unsigned long)rounds * CHURN_NKINDS, stable_regs,
+			     stable, caching)) {
+		churn_report(&rx, title, &raw);
+		return 1;
+	}
+	if (churn_verdict(&rx, "ucp-rxe", title, expect_stale,
 			  "corruption after raw syscalls (UCX's hooks cannot "
 			  "see them)"))
 		return 1;
