@@ -424,8 +424,10 @@ void demo_child(const struct mode *m, int fd)
 	/* Keep glibc serving >= 128 KiB with mmap for the whole run (its
 	 * dynamic threshold would move them to the heap after one free). */
 	mallopt(M_MMAP_THRESHOLD, 128 << 10);
-	/* The io_uring ring stays: IORING_OP_MADVISE releases buffers. */
-	ret = dev_init(&demo_dev, false);
+	/* The io_uring ring stays: IORING_OP_MADVISE releases buffers. With
+	 * --verbs the ring is all it is for (the device is the RDMA one), so
+	 * it gets no fixed-buffer table, which needs 5.13. */
+	ret = dev_init(&demo_dev, demo_opt.verbs);
 	if (!ret && demo_opt.verbs)
 		ret = demo_verbs_init();
 	if (!ret)
