@@ -81,8 +81,12 @@ fi
 # The bulk runs with the eBPF monitor attached by sys_enter/sys_exit:
 # under emulation, attaching its 56 fentry programs takes 1-8 s at each
 # monitor start, which the daemon's restarts and the forks multiply.
-# Then the scenarios and chaos again by fentry, the default on 6.1.
-fentry_tests='^(monitor-(munmap|mremap|madvise|map-fixed|sbrk|free-malloc|in-use|uring-madvise|fork)@bpf|chaos@bpf|bpf-attach-mode|bpf-syscall-tax|bpf-int80)$'
+# Then again by fentry, the default on 6.1, a test of each thing the
+# monitor serves: the scenarios in-process and through regcached (its
+# @restart and @dead variants only in `full`), chaos, the verbs oracle
+# and the demo on rxe0, UCX, libfabric and an MPI job over rxe, and the
+# attach and tax tests. `full` runs the bulk the default way (auto).
+fentry_tests='^(monitor-(munmap|mremap|madvise|map-fixed|sbrk|free-malloc|in-use|uring-madvise|fork)@bpf|chaos@bpf|bpf-(attach-mode|syscall-tax|int80|clone-vm|overflow|file-punch|private-file-truncate)|regcached-scenarios-(munmap|mremap|madvise|uring_madvise|map_fixed|sbrk|free_malloc|file_punch|private_file|overflow|clone_vm|int80)|verbs-rxe-oracle@(bpf|regcached)|demo-verbs|(ucp|fabric)-rxe-run@bpf|mpi-rxe-ucx-run@bpf)$'
 list_tests() { # ctest selection args -> one test name a line
 	ctest --test-dir "$build" -N "$@" | sed -n 's/^ *Test *#[0-9]*: //p'
 }
