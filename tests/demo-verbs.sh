@@ -94,7 +94,7 @@ must_fail "exit status 1" "$out" 1
 must_fail "the naive cache at 0 corrupted" \
 	"$(sed -E 's/^(naive address-keyed cache .* )[0-9]+[kM]?$/\10/' <<<"$out")" "$status"
 must_fail "a regcache row with a corrupted message" \
-	"$(sed -E 's/^(regcache, monitor bpf .* )0$/\13/' <<<"$out")" "$status"
+	"$(sed -E 's/^(regcache, monitor none .* )0$/\13/' <<<"$out")" "$status"
 must_fail "a caching row that registers every message" \
 	"$(sed -E "s/^(regcache, monitor userfaultfd +[0-9]+ +)[0-9]+[kM]?/\1$n/" <<<"$out")" "$status"
 must_fail "no regcached row" \
