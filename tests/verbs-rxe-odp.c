@@ -9,7 +9,11 @@
  * names the caps, and the cache still moves data; IBV_ACCESS_ON_DEMAND on a
  * device without any ODP is -EOPNOTSUPP with a log line that says so,
  * before the device is asked (the kernel's own refusal is printed for
- * comparison). Skips (77) without an RDMA device.
+ * comparison). On a device with explicit ODP for RC WRITE (Soft-RoCE from
+ * Linux 6.16), a get with IBV_ACCESS_ON_DEMAND is served by an ODP MR:
+ * held across munmap + mmap of its buffer, an RDMA WRITE through it lands
+ * in the new pages, where one through a pinned region held the same way
+ * does not (the negative control). Skips (77) without an RDMA device.
  */
 #include <sys/mman.h>
 
@@ -21,6 +25,7 @@
 #define LEN 65536
 
 static struct td dev;
+static size_t odp_packet;	/* one packet: the port's active MTU */
 
 /* A cache asked for implicit ODP by @flags (or the environment). */
 static struct regcache *create(unsigned flags, char *log, size_t len)
@@ -51,6 +56,55 @@ static void moves_data(struct regcache *c, char *buf)
 	}
 }
 
+/*
+ * What the device itself does with a raw ODP MR, printed: a WRITE of one
+ * packet (the path MTU) into it lands; on Soft-RoCE of Linux 7.3 one of
+ * several packets does not (each packet's payload goes to the start of
+ * its page), so explicit_odp_follows() writes one packet.
+ */
+static void odp_multi_packet(char *buf)
+{
+	struct ibv_mr *mr = ibv_reg_mr(dev.pd, buf, LEN, IBV_ACCESS_ON_DEMAND |
+				       IBV_ACCESS_LOCAL_WRITE |
+				       IBV_ACCESS_REMOTE_WRITE);
+	bool one, several;
+
+	T_REQUIRE(mr != NULL);
+	one = td_write_visible(&dev, buf, mr->rkey, odp_packet, 5);
+	several = td_write_visible(&dev, buf, mr->rkey, LEN, 6);
+	printf("%s, a raw ODP MR: a WRITE of %zu B (one packet) %s; of %d B "
+	       "(%d packets) %s\n", dev.name, odp_packet,
+	       one ? "lands" : "is LOST", LEN, (int)(LEN / odp_packet),
+	       several ? "lands" : "is LOST (the device's own ODP bug; not "
+	       "regcache's)");
+	ibv_dereg_mr(mr);
+}
+
+/*
+ * Hold a region of @buf got with @odp access, replace the buffer's pages
+ * (munmap + mmap at the same address), RDMA-WRITE through the held rkey:
+ * does the application see it? An ODP MR resolves the address at each
+ * access, a pinned one writes into the pages it pinned.
+ */
+static bool explicit_odp_follows(struct regcache *c, char *buf, unsigned odp)
+{
+	struct regcache_region *r;
+	bool seen;
+
+	T_REQUIRE(regcache_get(c, buf, LEN, odp | IBV_ACCESS_LOCAL_WRITE |
+			       IBV_ACCESS_REMOTE_WRITE, &r) == 0);
+	T_CHECK(td_write_visible(&dev, buf, regcache_region_rkey(r), odp_packet,
+				 7));
+	T_REQUIRE(munmap(buf, LEN) == 0);
+	T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+		       -1, 0) == buf);
+	seen = td_write_visible(&dev, buf, regcache_region_rkey(r), odp_packet,
+				8);
+	regcache_put(c, r);
+	return seen;
+}
+
 int main(void)
 {
 	struct regcache_region *r;
@@ -70,6 +124,7 @@ int main(void)
 	       general & IBV_ODP_SUPPORT ? "yes" : "no",
 	       general & IBV_ODP_SUPPORT_IMPLICIT ? "yes" : "no", rc_caps);
 	buf = t_map(LEN);
+	odp_packet = (size_t)128 << dev.pattr.active_mtu;	/* IBV_MTU_256 = 1 */
 
 	c = create(REGCACHE_VERBS_FLAG_ODP_IMPLICIT, log, sizeof(log));
 	t_monitor_require();
@@ -105,6 +160,13 @@ int main(void)
 		       dev.name, mr ? "registered" : strerror(errno));
 		if (mr)
 			ibv_dereg_mr(mr);
+	}
+	if ((general & IBV_ODP_SUPPORT) && (rc_caps & IBV_ODP_SUPPORT_WRITE)) {
+		odp_multi_packet(buf);
+		T_CHECK(explicit_odp_follows(c, buf, IBV_ACCESS_ON_DEMAND));
+		T_CHECK(!explicit_odp_follows(c, buf, 0));
+		printf("explicit ODP: a held ODP region follows munmap + mmap, "
+		       "a held pinned one does not\n");
 	}
 	moves_data(c, buf);
 	regcache_destroy(c);

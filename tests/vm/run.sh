@@ -9,7 +9,8 @@
 #
 # Usage: tests/vm/run.sh [options] -- COMMAND [ARG...]
 #   --kernel DEB|DIR|PACKAGE  a linux-image .deb, a directory it was unpacked
-#                    into (boot/vmlinuz-*, lib/modules/*), or a package name
+#                    into (boot/vmlinuz-*, lib/modules/*; or, as Debian 13
+#                    packages it, usr/lib/modules/*/vmlinuz), or a package name
 #                    for apt-get download (default: linux-image-amd64, that
 #                    is Debian 12's current 6.1; e.g.
 #                    linux-image-amd64/bookworm-backports for a newer one)
@@ -100,10 +101,24 @@ else
 	fi
 	kdir=$(unpack_deb "$deb")
 fi
+# Debian 13 and later ship the image in usr/lib/modules/VERSION/vmlinuz
+# (linux-binary-*) and the modules beside it (linux-modules-*): seen
+# through a directory of links in the old layout, which depmod and
+# modprobe -d expect.
+if [ ! -d "$kdir/boot" ] && [ ! -d "$kdir/lib/modules" ] &&
+	ls "$kdir"/usr/lib/modules/*/vmlinuz >/dev/null 2>&1; then
+	usr_vmlinuz=$(ls "$kdir"/usr/lib/modules/*/vmlinuz | head -n1)
+	usr_kver=$(basename "$(dirname "$usr_vmlinuz")")
+	shadow="$cache/kernels/usr-$(printf '%s' "$kdir" | md5sum | cut -c1-8)"
+	mkdir -p "$shadow/boot"
+	ln -sfn "$kdir/usr/lib" "$shadow/lib"
+	ln -sfn "$usr_vmlinuz" "$shadow/boot/vmlinuz-$usr_kver"
+	kdir=$shadow
+fi
 vmlinuz=$(ls "$kdir"/boot/vmlinuz-* 2>/dev/null | head -n1 || true)
-[ -n "$vmlinuz" ] || die "no boot/vmlinuz-* in $kdir"
+[ -n "$vmlinuz" ] || die "no boot/vmlinuz-* (or usr/lib/modules/*/vmlinuz) in $kdir"
 kver=${vmlinuz##*/vmlinuz-}
-moddir=$kdir/lib/modules/$kver
+moddir=$(realpath "$kdir/lib/modules/$kver")
 [ -d "$moddir" ] || die "no lib/modules/$kver in $kdir"
 # Before --print-kernel returns, so that guests started after it in
 # parallel (tests/vm/suite.sh) find the kernel ready and never race here.
@@ -137,9 +152,17 @@ if [ ! -s "$initrd" ] || [ "$initrd" -ot "$initrd_src" ] || [ "$initrd" -ot "$0"
 	for applet in sh mount umount mkdir insmod ip cat echo sleep poweroff sync chroot hostname stty; do
 		ln -s busybox "$root/bin/$applet"
 	done
+	# busybox's insmod takes plain .ko files: newer kernels compress
+	# theirs (Debian 13: .ko.xz).
 	modules_for "${wanted[@]}" | while read -r ko; do
-		cp "$ko" "$root/modules/"
-		basename "$ko" >>"$root/modules/order"
+		name=$(basename "$ko")
+		case "$ko" in
+		*.ko.xz) name=${name%.xz}; xz -dc "$ko" >"$root/modules/$name" ;;
+		*.ko.zst) name=${name%.zst}; zstd -qdc "$ko" >"$root/modules/$name" ;;
+		*.ko.gz) name=${name%.gz}; gzip -dc "$ko" >"$root/modules/$name" ;;
+		*) cp "$ko" "$root/modules/" ;;
+		esac
+		echo "$name" >>"$root/modules/order"
 	done
 	[ -s "$root/modules/order" ] || die "no modules found for ${wanted[*]} in $moddir"
 	cp "$initrd_src" "$root/init" && chmod +x "$root/init"
