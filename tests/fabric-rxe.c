@@ -127,9 +127,6 @@ int main(int argc, char **argv)
 	bool expect_stale, caching;
 	struct mr_count count;
 	const char *title;
-	unsigned long raw;
-	long regs, stable_regs = 0;
-	unsigned long stable = 0;
 	unsigned rounds = argc > 2 ? (unsigned)atoi(argv[2]) : 21;
 	size_t len = argc > 3 ? (size_t)atol(argv[3]) : 65536;
 	struct fi_info *hints, *info;
@@ -211,7 +208,7 @@ int main(int argc, char **argv)
 			if (!sbuf || !rbuf)
 				return 1;
 			if (counted)
-				mr_count_since(&count);
+				mr_count_stable_begin(&count);
 			while ((ret = fi_trecv(b.ep, rbuf, len, NULL, b.peer,
 					       tag, 0, NULL)) == -FI_EAGAIN)
 				progress(&a, &b);
@@ -221,28 +218,20 @@ int main(int argc, char **argv)
 				progress(&a, &b);
 			CHECK_FI(ret);
 			CHECK_FI(t_wait(&a, &b, 2));
-			if (counted && (regs = mr_count_since(&count)) >= 0) {
-				stable_regs += regs;
-				stable++;
-			}
+			if (counted)
+				mr_count_stable_end(&count);
 			churn_check(&rx, r, k, rbuf);
 		}
 	}
 
-	mr_count_since(&count);
-	mr_count_end(&count);
 	title = !caching ? "fabric-rxe: libfabric with its MR cache off" :
 		expect_stale ? "fabric-rxe: libfabric's own monitor" :
 		"fabric-rxe: regcache's bridge";
-	if (mr_count_verdict("fabric-rxe", &count,
-			     (unsigned long)rounds * CHURN_NKINDS, stable_regs,
-			     stable, caching)) {
-		churn_report(&rx, title, &raw);
-		return 1;
-	}
-	if (churn_verdict(&rx, "fabric-rxe", title, expect_stale,
-			  "corruption after raw syscalls (memhooks cannot see "
-			  "them)"))
+	if (mr_count_churn_verdict(&count, &rx,
+				   (unsigned long)rounds * CHURN_NKINDS,
+				   caching, "fabric-rxe", title, expect_stale,
+				   "corruption after raw syscalls (memhooks cannot "
+				   "see them)"))
 		return 1;
 	/* Exit without tearing down, as ucp-rxe does: the connections'
 	 * shutdown is not what this checks. */

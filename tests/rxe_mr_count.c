@@ -6,6 +6,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "bridge_churn.h"
 #include "rxe_mr_count.h"
 
 static int probe(struct mr_count *m, uint32_t *index)
@@ -68,16 +69,24 @@ long mr_count_since(struct mr_count *m)
 	return regs;
 }
 
-void mr_count_end(struct mr_count *m)
+void mr_count_stable_begin(struct mr_count *m)
 {
-	ibv_dealloc_pd(m->pd);
-	ibv_close_device(m->ctx);
-	munmap(m->page, 4096);
+	mr_count_since(m);
 }
 
-int mr_count_verdict(const char *test, const struct mr_count *m,
-		     unsigned long messages, long stable_regs,
-		     unsigned long stable, bool caching)
+void mr_count_stable_end(struct mr_count *m)
+{
+	long regs = mr_count_since(m);
+
+	if (regs >= 0) {
+		m->stable_regs += regs;
+		m->stable++;
+	}
+}
+
+/* The count's half of the verdict. Return: 0 pass, 1 fail. */
+static int count_verdict(const struct mr_count *m, unsigned long messages,
+			 bool caching, const char *test)
 {
 	if (!m->sequential) {
 		printf("%s: registrations not counted (FAIL: the count is "
@@ -88,16 +97,36 @@ int mr_count_verdict(const char *test, const struct mr_count *m,
 	       "messages (%.2f a message; registering both buffers every "
 	       "time is 2); %ld for the %lu messages through unchanged "
 	       "buffers\n", test, m->total, messages,
-	       (double)m->total / (double)messages, stable_regs, stable);
-	if (caching && stable_regs != 0) {
+	       (double)m->total / (double)messages, m->stable_regs, m->stable);
+	if (caching && m->stable_regs != 0) {
 		printf("%s: FAIL: the cache registered unchanged buffers "
 		       "again (want 0)\n", test);
 		return 1;
 	}
-	if (!caching && (unsigned long)stable_regs < stable) {
+	if (!caching && (unsigned long)m->stable_regs < m->stable) {
 		printf("%s: FAIL: with the cache off, fewer registrations than "
 		       "messages: the count misses registrations\n", test);
 		return 1;
 	}
 	return 0;
+}
+
+int mr_count_churn_verdict(struct mr_count *m, const struct churn *rx,
+			   unsigned long messages, bool caching,
+			   const char *test, const char *title,
+			   bool expect_stale, const char *stale_expected)
+{
+	unsigned long raw;
+	int bad;
+
+	mr_count_since(m);
+	ibv_dealloc_pd(m->pd);
+	ibv_close_device(m->ctx);
+	munmap(m->page, 4096);
+	bad = count_verdict(m, messages, caching, test);
+	if (bad) {
+		churn_report(rx, title, &raw);	/* the table, no PASS line */
+		return bad;
+	}
+	return churn_verdict(rx, test, title, expect_stale, stale_expected);
 }

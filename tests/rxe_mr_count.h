@@ -29,6 +29,10 @@ struct mr_count {
 	uint32_t last;		/* the last probe's index */
 	bool sequential;	/* the device numbers MRs one after another */
 	long total;		/* MRs counted by every mr_count_since() */
+	/* Between mr_count_stable_begin() and _end(): the messages through
+	 * buffers nobody changed, and what they registered. */
+	unsigned long stable;
+	long stable_regs;
 };
 
 /* Open the first RDMA device and take the first probe. Return: 0, or
@@ -39,21 +43,26 @@ int mr_count_begin(struct mr_count *m);
  * when they cannot be counted. Added to m->total. */
 long mr_count_since(struct mr_count *m);
 
-/* Close the device. */
-void mr_count_end(struct mr_count *m);
+/* Around one message through buffers that nobody changed. */
+void mr_count_stable_begin(struct mr_count *m);
+void mr_count_stable_end(struct mr_count *m);
+
+struct churn;
 
 /*
- * The verdict on a message loop of @messages messages, printed under
- * @test, given the MRs registered during the @stable messages that went
- * through buffers nobody changed, while the loop changed the others
- * around them (@stable_regs): a caching middleware (@caching) must
- * register none for them, every one a hit at both ends; one whose cache
- * is off must register at least once for each (the negative control,
- * which shows that the count sees registrations). Prints the loop's
- * total per message too. Return: 0 pass, 1 fail (printed with FAIL).
+ * The verdict on a churn loop (bridge_churn.h) of @messages messages over
+ * the device, printed under @test: first the count, then
+ * churn_verdict(@rx, @test, @title, @expect_stale, @stale_expected). A
+ * caching middleware (@caching) must register nothing for the messages
+ * through unchanged buffers, every one a hit at both ends, while the loop
+ * changes the others around them; one whose cache is off must register at
+ * least once for each (the negative control, which shows that the count
+ * sees registrations). Takes the last probe and closes the device.
+ * Return: 0 pass, 1 fail (printed with FAIL).
  */
-int mr_count_verdict(const char *test, const struct mr_count *m,
-		     unsigned long messages, long stable_regs,
-		     unsigned long stable, bool caching);
+int mr_count_churn_verdict(struct mr_count *m, const struct churn *rx,
+			   unsigned long messages, bool caching,
+			   const char *test, const char *title,
+			   bool expect_stale, const char *stale_expected);
 
 #endif

@@ -101,9 +101,6 @@ int main(int argc, char **argv)
 	bool expect_stale, caching;
 	struct mr_count count;
 	const char *title;
-	unsigned long raw;
-	long regs, stable_regs = 0;
-	unsigned long stable = 0;
 	unsigned rounds = argc > 2 ? (unsigned)atoi(argv[2]) : 21;
 	size_t len = argc > 3 ? (size_t)atol(argv[3]) : 65536;
 	ucp_params_t params = {
@@ -196,35 +193,27 @@ int main(int argc, char **argv)
 			bool counted = r > 1 && k == CHURN_NONE;
 
 			if (counted)
-				mr_count_since(&count);
+				mr_count_stable_begin(&count);
 			rreq = ucp_tag_recv_nbx(wb, rbuf, len, tag, ~0ull, &p);
 			sreq = ucp_tag_send_nbx(ep, sbuf, len, tag, &p);
 			CHECK_UCS(wait_req(sreq));
 			CHECK_UCS(wait_req(rreq));
-			if (counted && (regs = mr_count_since(&count)) >= 0) {
-				stable_regs += regs;
-				stable++;
-			}
+			if (counted)
+				mr_count_stable_end(&count);
 			churn_check(&rx, r, k, rbuf);
 		}
 		if (r == 0)
 			ucp_ep_print_info(ep, stdout);
 	}
 
-	mr_count_since(&count);
-	mr_count_end(&count);
 	title = !caching ? "ucp-rxe: UCX with its registration cache off" :
 		expect_stale ? "ucp-rxe: UCX's own memory hooks" :
 		"ucp-rxe: regcache's bridge";
-	if (mr_count_verdict("ucp-rxe", &count,
-			     (unsigned long)rounds * CHURN_NKINDS, stable_regs,
-			     stable, caching)) {
-		churn_report(&rx, title, &raw);
-		return 1;
-	}
-	if (churn_verdict(&rx, "ucp-rxe", title, expect_stale,
-			  "corruption after raw syscalls (UCX's hooks cannot "
-			  "see them)"))
+	if (mr_count_churn_verdict(&count, &rx,
+				   (unsigned long)rounds * CHURN_NKINDS,
+				   caching, "ucp-rxe", title, expect_stale,
+				   "corruption after raw syscalls (UCX's hooks "
+				   "cannot see them)"))
 		return 1;
 	/* Exit without tearing down: the pending wireup of a closed endpoint
 	 * is not what this checks. */
