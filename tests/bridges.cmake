@@ -219,16 +219,18 @@ endif()
 # bridge's own line must be in the output of each rank, so that a run in
 # which the bridge stood back cannot pass.
 find_package(MPI COMPONENTS C QUIET)
-if(MPI_C_FOUND)
-  add_executable(mpi-rxe mpi-rxe.c bridge_churn.c)
-  target_link_libraries(mpi-rxe PRIVATE MPI::MPI_C)
+if(MPI_C_FOUND AND regcache_verbs_target)
+  add_executable(mpi-rxe mpi-rxe.c bridge_churn.c rxe_mr_count.c)
+  target_link_libraries(mpi-rxe PRIVATE MPI::MPI_C ${regcache_verbs_target})
   set(mpi_rxe ${CMAKE_CURRENT_SOURCE_DIR}/mpi-rxe.sh $<TARGET_FILE:mpi-rxe>)
   set(mpi_run ${PROJECT_BINARY_DIR}/tools/regcache-run)
   set(mpi_line_ucx "regcache-ucx: UCX unmap events come from regcache monitor")
   set(mpi_line_ofi "regcache-fabric: libfabric's MR cache uses regcache monitor")
   foreach(stack ucx ofi)
     add_test(NAME mpi-rxe-${stack} COMMAND ${mpi_rxe} - stale ${stack})
-    set_tests_properties(mpi-rxe-${stack} PROPERTIES
+    # The registration count's negative control: the caches off.
+    add_test(NAME mpi-rxe-${stack}-nocache COMMAND ${mpi_rxe} - nocache ${stack})
+    set_tests_properties(mpi-rxe-${stack} mpi-rxe-${stack}-nocache PROPERTIES
       SKIP_RETURN_CODE 77 TIMEOUT 900 LABELS "rdma;mpi;bridge")
     foreach(m bpf userfaultfd)
       set(line "${mpi_line_${stack}} \"${m}\"")

@@ -6,10 +6,16 @@
  * byte of every message. Started by tests/mpi-rxe.sh with Open MPI's
  * launcher, with or without regcache-run per rank.
  *
- *   mpi-rxe stale|clean [rounds] [bytes]
+ *   mpi-rxe stale|clean|nocache [rounds] [bytes]
  *
  * stale: the middleware's own hooks (the negative control): the messages
- * after raw syscalls must be corrupted. clean: none may be.
+ * after raw syscalls must be corrupted. clean: none may be. Both must
+ * cache: rank 1 counts the MRs the device registers (rxe_mr_count.h)
+ * while a message goes through the buffers that never change, from round
+ * 2, each between barriers, and there must be none. nocache: UCX's and
+ * libfabric's caches off (UCX_IB_REG_METHODS=direct,
+ * FI_MR_CACHE_MAX_COUNT=0), the count's negative control: at least one
+ * registration for each such message, none corrupted.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,15 +24,22 @@
 #include <mpi.h>
 
 #include "bridge_churn.h"
+#include "rxe_mr_count.h"
 
 int main(int argc, char **argv)
 {
 	int rank, size, fail = 0;
 	bool expect_stale = argc > 1 && !strcmp(argv[1], "stale");
+	bool caching = !(argc > 1 && !strcmp(argv[1], "nocache"));
 	unsigned rounds = argc > 2 ? (unsigned)atoi(argv[2]) : 21;
 	size_t len = argc > 3 ? (size_t)atol(argv[3]) : 65536;
 	struct churn c;
+	struct mr_count count;
 
+	if (!caching) {	/* before the middleware reads its configuration */
+		setenv("UCX_IB_REG_METHODS", "direct", 1);
+		setenv("FI_MR_CACHE_MAX_COUNT", "0", 1);
+	}
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -38,14 +51,26 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mpi-rxe: churn_init failed (FAIL)\n");
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
+	if (rank == 1 && mr_count_begin(&count))
+		MPI_Abort(MPI_COMM_WORLD, 1);
 	for (unsigned r = 0; r < rounds && !fail; r++) {
 		for (int k = 0; k < CHURN_NKINDS; k++) {
 			char *buf = churn_next(&c, r, k);
 			int tag = (int)(r * CHURN_NKINDS + k);
+			/* Unchanged buffers, from round 2: rank 1 counts
+			 * what the message registers at either end, between
+			 * barriers that keep the other messages out. */
+			bool counted = r > 1 && k == CHURN_NONE;
 
 			if (!buf) {
 				/* Printed; the peer is told by the abort. */
 				MPI_Abort(MPI_COMM_WORLD, 1);
+			}
+			if (counted) {
+				MPI_Barrier(MPI_COMM_WORLD);
+				if (rank == 1)
+					mr_count_stable_begin(&count);
+				MPI_Barrier(MPI_COMM_WORLD);
 			}
 			if (rank == 0) {
 				MPI_Send(buf, (int)len, MPI_BYTE, 1, tag,
@@ -53,15 +78,22 @@ int main(int argc, char **argv)
 			} else {
 				MPI_Recv(buf, (int)len, MPI_BYTE, 0, tag,
 					 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+				if (counted)
+					mr_count_stable_end(&count);
 				churn_check(&c, r, k, buf);
 			}
+			if (counted)
+				MPI_Barrier(MPI_COMM_WORLD);
 		}
 	}
 	if (rank == 1) {
-		fail = churn_verdict(&c, "mpi-rxe", expect_stale ?
-				     "mpi-rxe: the middleware's own hooks" :
-				     "mpi-rxe: regcache-run", expect_stale,
-				     "corruption after raw syscalls");
+		fail = mr_count_churn_verdict(&count, &c,
+				(unsigned long)rounds * CHURN_NKINDS, caching,
+				"mpi-rxe", !caching ?
+				"mpi-rxe: the middleware's caches off" :
+				expect_stale ? "mpi-rxe: the middleware's own hooks" :
+				"mpi-rxe: regcache-run", expect_stale,
+				"corruption after raw syscalls");
 		fflush(stdout);
 	}
 	MPI_Bcast(&fail, 1, MPI_INT, 1, MPI_COMM_WORLD);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs mpi-rxe as a 2-rank Open MPI job on this node (tests/bridges.cmake):
-#   mpi-rxe.sh PROGRAM RUN|- stale|clean ucx|ofi [mpirun options...]
+#   mpi-rxe.sh PROGRAM RUN|- stale|clean|nocache ucx|ofi [mpirun options...]
 # RUN is regcache-run (each rank started through it) or - (none). ucx:
 # pml ucx on rc_verbs; ofi: pml cm + mtl ofi on libfabric's verbs;ofi_rxm.
 # Skips (77) without an RDMA device. Everything Open MPI needs from the
