@@ -259,10 +259,17 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "gap")) {
 		bool checking = !pin_check || strcmp(pin_check, "0");
-		int stale = gap_case(0) + gap_case(50);
+		int stale_now = gap_case(0), stale_before = gap_case(50);
 
-		/* Negative control: without the check both are stale. */
-		T_EXPECT_EQ(checking ? 0 : 2, stale);
+		/* Negative control: without the check, a change 50 ms
+		 * before the subscribe is missed. One just before it is
+		 * missed only if the subscribe wins the race with the
+		 * change's notification, which load decides (under ASan
+		 * with the other core busy it lost): printed, not checked. */
+		if (checking)
+			T_EXPECT_EQ(0, stale_now + stale_before);
+		else
+			T_EXPECT_EQ(1, stale_before);
 		ofi_mr_cache_cleanup(&cache);
 		regcache_destroy(c);
 		t_registrar_fini(&b_reg);

@@ -19,9 +19,11 @@
  * messages after raw syscalls must be corrupted. clean: under
  * regcache-run, none may be. Both must cache: a message through the
  * buffers that never change, while the others change around them, must
- * register nothing on the device (rxe_mr_count.h). nocache: libfabric's
- * MR cache off (FI_MR_CACHE_MAX_COUNT=0), the count's negative control: at
- * least one registration for each such message, none corrupted. Skips
+ * register nothing on the device, and one through a remapped buffer
+ * something (the count's control in each run, rxe_mr_count.h). nocache:
+ * libfabric's MR cache off (FI_MR_CACHE_MAX_COUNT=0), the count's
+ * negative control: at least one registration for each unchanged-buffer
+ * message, none corrupted. Skips
  * (77) with "No RDMA device found" where /sys/class/infiniband is empty.
  */
 #include <dirent.h>
@@ -198,17 +200,13 @@ int main(int argc, char **argv)
 			uint64_t tag = (uint64_t)r << 8 | (uint64_t)k;
 			char *sbuf = churn_next(&tx, r, k);
 			char *rbuf = churn_next(&rx, r, k);
-			/* Unchanged buffers, from round 2 (the libfabric
-			 * bridge under userfaultfd caches a range from its
-			 * second registration): count what this message
-			 * registers; none, when it hits. */
-			bool counted = r > 1 && k == CHURN_NONE;
+			bool counted = mr_count_counts(r, k);
 			ssize_t ret;
 
 			if (!sbuf || !rbuf)
 				return 1;
 			if (counted)
-				mr_count_stable_begin(&count);
+				mr_count_msg_begin(&count);
 			while ((ret = fi_trecv(b.ep, rbuf, len, NULL, b.peer,
 					       tag, 0, NULL)) == -FI_EAGAIN)
 				progress(&a, &b);
@@ -219,7 +217,7 @@ int main(int argc, char **argv)
 			CHECK_FI(ret);
 			CHECK_FI(t_wait(&a, &b, 2));
 			if (counted)
-				mr_count_stable_end(&count);
+				mr_count_msg_end(&count, k);
 			churn_check(&rx, r, k, rbuf);
 		}
 	}
@@ -228,8 +226,7 @@ int main(int argc, char **argv)
 		expect_stale ? "fabric-rxe: libfabric's own monitor" :
 		"fabric-rxe: regcache's bridge";
 	if (mr_count_churn_verdict(&count, &rx,
-				   (unsigned long)rounds * CHURN_NKINDS,
-				   caching, "fabric-rxe", title, expect_stale,
+				   rounds, caching, "fabric-rxe", title, expect_stale,
 				   "corruption after raw syscalls (memhooks cannot "
 				   "see them)"))
 		return 1;

@@ -12,8 +12,9 @@
  * after raw syscalls must be corrupted. clean: none may be. Both must
  * cache: rank 1 counts the MRs the device registers (rxe_mr_count.h)
  * while a message goes through the buffers that never change, from round
- * 2, each between barriers, and there must be none. nocache: UCX's and
- * libfabric's caches off (UCX_IB_REG_METHODS=direct,
+ * 2, each between barriers, and there must be none (and some for one
+ * through a remapped buffer: the count's control in each run). nocache:
+ * UCX's and libfabric's caches off (UCX_IB_REG_METHODS=direct,
  * FI_MR_CACHE_MAX_COUNT=0), the count's negative control: at least one
  * registration for each such message, none corrupted.
  */
@@ -51,16 +52,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mpi-rxe: churn_init failed (FAIL)\n");
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
+	/* While rank 0 waits, so that none of its registrations falls
+	 * between the first probes. */
+	MPI_Barrier(MPI_COMM_WORLD);
 	if (rank == 1 && mr_count_begin(&count))
 		MPI_Abort(MPI_COMM_WORLD, 1);
+	MPI_Barrier(MPI_COMM_WORLD);
 	for (unsigned r = 0; r < rounds && !fail; r++) {
 		for (int k = 0; k < CHURN_NKINDS; k++) {
 			char *buf = churn_next(&c, r, k);
 			int tag = (int)(r * CHURN_NKINDS + k);
-			/* Unchanged buffers, from round 2: rank 1 counts
-			 * what the message registers at either end, between
-			 * barriers that keep the other messages out. */
-			bool counted = r > 1 && k == CHURN_NONE;
+			/* Rank 1 counts what a counted message registers
+			 * at either end, between barriers that keep the
+			 * other messages out. */
+			bool counted = mr_count_counts(r, k);
 
 			if (!buf) {
 				/* Printed; the peer is told by the abort. */
@@ -69,7 +74,7 @@ int main(int argc, char **argv)
 			if (counted) {
 				MPI_Barrier(MPI_COMM_WORLD);
 				if (rank == 1)
-					mr_count_stable_begin(&count);
+					mr_count_msg_begin(&count);
 				MPI_Barrier(MPI_COMM_WORLD);
 			}
 			if (rank == 0) {
@@ -79,7 +84,7 @@ int main(int argc, char **argv)
 				MPI_Recv(buf, (int)len, MPI_BYTE, 0, tag,
 					 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 				if (counted)
-					mr_count_stable_end(&count);
+					mr_count_msg_end(&count, k);
 				churn_check(&c, r, k, buf);
 			}
 			if (counted)
@@ -87,8 +92,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (rank == 1) {
-		fail = mr_count_churn_verdict(&count, &c,
-				(unsigned long)rounds * CHURN_NKINDS, caching,
+		fail = mr_count_churn_verdict(&count, &c, rounds, caching,
 				"mpi-rxe", !caching ?
 				"mpi-rxe: the middleware's caches off" :
 				expect_stale ? "mpi-rxe: the middleware's own hooks" :

@@ -10,8 +10,16 @@
  * xa_alloc_cyclic; the index is lkey >> 8), so the index of a probe MR of
  * our own, registered before and after a message, says how many MRs were
  * created in between, by any process on that device. mr_count_begin()
- * checks that two probes in a row are numbered one apart; where they are
- * not (another device), nothing is counted and the verdict says so.
+ * checks that two probes in a row are numbered one apart (in one of 20
+ * tries, as another process may register in between); where they never
+ * are, nothing is counted and the verdict fails.
+ *
+ * Two kinds of message are counted (bridge_churn.h), from round 2 on:
+ * through the pair of buffers nobody changes (CHURN_NONE), which a
+ * caching middleware must serve from its cache at both ends, and through
+ * the pair changed by libc munmap + mmap (CHURN_MUNMAP), which every
+ * middleware must register again: the control inside each run, which
+ * shows that the count sees this run's registrations on this device.
  */
 #ifndef T_RXE_MR_COUNT_H
 #define T_RXE_MR_COUNT_H
@@ -21,6 +29,7 @@
 
 struct ibv_context;
 struct ibv_pd;
+struct churn;
 
 struct mr_count {
 	struct ibv_context *ctx;
@@ -28,41 +37,39 @@ struct mr_count {
 	void *page;
 	uint32_t last;		/* the last probe's index */
 	bool sequential;	/* the device numbers MRs one after another */
-	long total;		/* MRs counted by every mr_count_since() */
-	/* Between mr_count_stable_begin() and _end(): the messages through
-	 * buffers nobody changed, and what they registered. */
-	unsigned long stable;
-	long stable_regs;
+	long total;		/* MRs counted between all the probes */
+	/* Messages counted through unchanged and through remapped
+	 * buffers, what each kind registered, and how many remapped ones
+	 * registered nothing. */
+	unsigned long stable, remapped, remapped_empty;
+	long stable_regs, remapped_regs;
 };
 
-/* Open the first RDMA device and take the first probe. Return: 0, or
- * -errno (printed). */
+/*
+ * Open the device the middleware uses ($REGCACHE_TEST_IBDEV, else the
+ * first) and take the first probes. Return: 0, or -errno (printed).
+ */
 int mr_count_begin(struct mr_count *m);
 
-/* MRs the device created since the last probe, the probes excluded; -1
- * when they cannot be counted. Added to m->total. */
-long mr_count_since(struct mr_count *m);
+/* Is message (@round, @kind) one of those counted? */
+bool mr_count_counts(unsigned round, int kind);
 
-/* Around one message through buffers that nobody changed. */
-void mr_count_stable_begin(struct mr_count *m);
-void mr_count_stable_end(struct mr_count *m);
-
-struct churn;
+/* Around message (@round, @kind), when mr_count_counts() says so. */
+void mr_count_msg_begin(struct mr_count *m);
+void mr_count_msg_end(struct mr_count *m, int kind);
 
 /*
- * The verdict on a churn loop (bridge_churn.h) of @messages messages over
- * the device, printed under @test: first the count, then
- * churn_verdict(@rx, @test, @title, @expect_stale, @stale_expected). A
- * caching middleware (@caching) must register nothing for the messages
- * through unchanged buffers, every one a hit at both ends, while the loop
- * changes the others around them; one whose cache is off must register at
- * least once for each (the negative control, which shows that the count
- * sees registrations). Takes the last probe and closes the device.
- * Return: 0 pass, 1 fail (printed with FAIL).
+ * The verdict on a churn loop of @rounds rounds over the device, printed
+ * under @test: first the count, then churn_verdict(@rx, @test, @title,
+ * @expect_stale, @stale_expected). Every counted message must have been
+ * counted; each remapped one must have registered at least once; with
+ * @caching the unchanged ones none, without it (the middleware's cache
+ * off: the negative control) at least one each. Takes the last probe and
+ * closes the device. Return: 0 pass, 1 fail (printed with FAIL).
  */
 int mr_count_churn_verdict(struct mr_count *m, const struct churn *rx,
-			   unsigned long messages, bool caching,
-			   const char *test, const char *title,
-			   bool expect_stale, const char *stale_expected);
+			   unsigned rounds, bool caching, const char *test,
+			   const char *title, bool expect_stale,
+			   const char *stale_expected);
 
 #endif

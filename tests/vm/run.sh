@@ -110,15 +110,15 @@ if [ ! -d "$kdir/boot" ] && [ ! -d "$kdir/lib/modules" ] &&
 	usr_vmlinuz=$(ls "$kdir"/usr/lib/modules/*/vmlinuz | head -n1)
 	usr_kver=$(basename "$(dirname "$usr_vmlinuz")")
 	shadow="$cache/kernels/usr-$(printf '%s' "$kdir" | md5sum | cut -c1-8)"
-	mkdir -p "$shadow/boot"
-	ln -sfn "$kdir/usr/lib" "$shadow/lib"
-	ln -sfn "$usr_vmlinuz" "$shadow/boot/vmlinuz-$usr_kver"
+	rm -rf "$shadow" && mkdir -p "$shadow/boot"
+	ln -s "$kdir/usr/lib" "$shadow/lib"
+	ln -s "$usr_vmlinuz" "$shadow/boot/vmlinuz-$usr_kver"
 	kdir=$shadow
 fi
 vmlinuz=$(ls "$kdir"/boot/vmlinuz-* 2>/dev/null | head -n1 || true)
 [ -n "$vmlinuz" ] || die "no boot/vmlinuz-* (or usr/lib/modules/*/vmlinuz) in $kdir"
 kver=${vmlinuz##*/vmlinuz-}
-moddir=$(realpath "$kdir/lib/modules/$kver")
+moddir=$(realpath -m "$kdir/lib/modules/$kver")
 [ -d "$moddir" ] || die "no lib/modules/$kver in $kdir"
 # Before --print-kernel returns, so that guests started after it in
 # parallel (tests/vm/suite.sh) find the kernel ready and never race here.
@@ -154,6 +154,13 @@ if [ ! -s "$initrd" ] || [ "$initrd" -ot "$initrd_src" ] || [ "$initrd" -ot "$0"
 	done
 	# busybox's insmod takes plain .ko files: newer kernels compress
 	# theirs (Debian 13: .ko.xz).
+	for z in xz:xz-utils zstd:zstd; do
+		if modules_for "${wanted[@]}" | grep -q "\.ko\.${z%%:*}$" &&
+			! command -v "${z%%:*}" >/dev/null; then
+			rm -rf "$root"
+			die "the kernel's modules are .ko.${z%%:*}: apt-get install ${z#*:}"
+		fi
+	done
 	modules_for "${wanted[@]}" | while read -r ko; do
 		name=$(basename "$ko")
 		case "$ko" in
