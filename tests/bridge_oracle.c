@@ -196,7 +196,9 @@ static void *changer(void *arg)
 					  -1, 0) == race_buf);
 		atomic_fetch_add(&change_seq, 1);
 		/* Leave the looker time for a whole lookup in between (2 ms at
-		 * most), however slow a lookup is (a sanitizer build). */
+		 * most, times the emulation's slowdown), however slow a lookup
+		 * is (a sanitizer build, a guest on a loaded host: with 2 ms
+		 * there, every lookup of 3 s overlapped a change). */
 		unsigned long done = atomic_load(&lookups_done);
 		struct timespec t0, t;
 
@@ -207,7 +209,7 @@ static void *changer(void *arg)
 			clock_gettime(CLOCK_MONOTONIC, &t);
 		} while (atomic_load(&lookups_done) - done < 2 &&
 			 (t.tv_sec - t0.tv_sec) * 1000000000L +
-				 (t.tv_nsec - t0.tv_nsec) < 2000000 &&
+				 (t.tv_nsec - t0.tv_nsec) < 2000000L * t_slowdown() &&
 			 !atomic_load(&race_done));
 	}
 	return NULL;
@@ -217,7 +219,7 @@ unsigned long b_race(const struct b_cache *c, unsigned long lookups,
 		     unsigned long *checked)
 {
 	unsigned long stale = 0, seed = 10;
-	time_t until = time(NULL) + 3;
+	time_t until = time(NULL) + 3 * t_slowdown();
 	pthread_t t;
 
 	race_len = 4 * (size_t)sysconf(_SC_PAGESIZE);

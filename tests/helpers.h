@@ -161,7 +161,9 @@ bool t_dma_visible(struct io_uring *ring, struct regcache_region *region,
  * processes of this uid still pin (an earlier test's, a killed process's
  * ring torn down late) comes off this process's RLIMIT_MEMLOCK. Waits (10 s
  * times t_slowdown()) until 3/4 of @limit, the cache's budget, can be
- * pinned here; false, with the uid's processes printed, if it never can.
+ * pinned here, and then until the kernel has given that probe's pages back
+ * (VmPin as before); false, with the uid's processes printed, if it never
+ * can.
  */
 bool t_user_memlock_free(size_t limit);
 /* As root, after t_user_memlock_free() failed in a child: print every open
