@@ -191,6 +191,12 @@ size_t t_vm_size(void);
 
 /* Page-aligned anonymous mapping; exits FAIL on error. */
 void *t_map(size_t len);
+/* The same in small pages only (MADV_NOHUGEPAGE), for tests at a small
+ * RLIMIT_MEMLOCK: io_uring counts a transparent huge page whole, so a
+ * 4 KiB buffer in one costs 2 MiB of the limit, and the adjacent mappings
+ * of a test merge into VMAs where a huge page fits (Debian's kernels fault
+ * them in: THP "always"). */
+void *t_map_small_pages(size_t len);
 
 /* mmap(NULL, @len) until the kernel hands back @want, which another thread
  * is unmapping: every other address is given back at once. Exits FAIL

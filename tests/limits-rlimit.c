@@ -166,7 +166,8 @@ static int case_memlock(size_t max_bytes)
 	struct regcache_region *held[4];
 	struct io_uring ring;
 	struct regcache *c;
-	char *buf = t_map(LEN), *many = t_map(16 * LEN), *big = t_map(1 << 20);
+	char *buf = t_map_small_pages(LEN), *many = t_map_small_pages(16 * LEN),
+	     *big = t_map_small_pages(1 << 20);
 	const uid_t uid = case_uid(max_bytes);
 	int ret, nheld = 0;
 

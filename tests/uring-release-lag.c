@@ -201,7 +201,8 @@ static void failed_waits_do_not_stop_later_ones(char *buf, char *other)
 
 static int child(void)
 {
-	char *buf = t_map(2 * LEN), *other = t_map(3 * LEN);
+	char *buf = t_map_small_pages(2 * LEN),
+	     *other = t_map_small_pages(3 * LEN);
 	struct io_uring ring;
 	struct regcache_region *r;
 	struct regcache *c;

@@ -48,8 +48,10 @@
 #include "vma.h"
 
 #define RC_PAGE 4096u
-/* A reply slower than this means the daemon is stuck: treat it as gone. */
-#define RCD_TIMEOUT_S 5
+/* A reply slower than this means the daemon is stuck: treat it as gone;
+ * $REGCACHE_REGCACHED_TIMEOUT_MS overrides (a node that starts hundreds
+ * of clients at once on slow or emulated CPUs). */
+#define RCD_TIMEOUT_MS 5000
 /* How often a miss may try to reach a daemon that went away. */
 #define RCD_RETRY_MS 200
 /* Watches already granted, remembered so a miss on the same file costs no
@@ -133,10 +135,29 @@ static const char *socket_path(void)
 	return p && *p ? p : RCD_SOCKET_DEFAULT;
 }
 
+static long reply_timeout_ms(void)
+{
+	const char *e = getenv("REGCACHE_REGCACHED_TIMEOUT_MS");
+	char *end;
+	long ms;
+
+	if (!e || !*e)
+		return RCD_TIMEOUT_MS;
+	ms = strtol(e, &end, 10);
+	if (*end || ms <= 0) {
+		rc_warn("REGCACHE_REGCACHED_TIMEOUT_MS=%s is not a positive "
+			"number of milliseconds; using %d", e, RCD_TIMEOUT_MS);
+		return RCD_TIMEOUT_MS;
+	}
+	return ms;
+}
+
 static int connect_daemon(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = RCD_TIMEOUT_S };
+	long ms = reply_timeout_ms();
+	struct timeval tv = { .tv_sec = ms / 1000,
+			      .tv_usec = (ms % 1000) * 1000 };
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
