@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../budget.h"
 #include "../daemon/protocol.h"
 #include "../log.h"
 #include "bpf/rc_bpf_abi.h"
@@ -137,19 +138,9 @@ static const char *socket_path(void)
 
 static long reply_timeout_ms(void)
 {
-	const char *e = getenv("REGCACHE_REGCACHED_TIMEOUT_MS");
-	char *end;
-	long ms;
+	size_t ms = rc_env_size("REGCACHE_REGCACHED_TIMEOUT_MS");
 
-	if (!e || !*e)
-		return RCD_TIMEOUT_MS;
-	ms = strtol(e, &end, 10);
-	if (*end || ms <= 0) {
-		rc_warn("REGCACHE_REGCACHED_TIMEOUT_MS=%s is not a positive "
-			"number of milliseconds; using %d", e, RCD_TIMEOUT_MS);
-		return RCD_TIMEOUT_MS;
-	}
-	return ms;
+	return ms ? (long)ms : RCD_TIMEOUT_MS;
 }
 
 static int connect_daemon(const char *path)
