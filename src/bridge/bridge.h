@@ -4,6 +4,8 @@
 #ifndef RC_BRIDGE_H
 #define RC_BRIDGE_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,16 +41,30 @@ void rc_ucx_resolve(void) rc_bridge_hidden;
 void *rc_bridge_find_definer(const char *sym, void **addr) rc_bridge_hidden;
 
 /*
+ * Whether the loaded object behind @handle binds @sym at run time (a
+ * relocation names it), i.e. its calls can reach an interposer; false
+ * when it does not, or when its dynamic section cannot be read.
+ */
+bool rc_bridge_imports(void *handle, const char *sym) rc_bridge_hidden;
+
+/* The bounds of the executable segment of the object behind @handle. */
+bool rc_bridge_text(void *handle, uintptr_t *start, uintptr_t *end) rc_bridge_hidden;
+
+/*
  * An interposer: saves the argument registers, calls @hook with the first
  * three arguments, restores them and jumps to *@real, so it serves any
  * signature (x86_64 SysV). @hook may not run when @real is NULL: it must
- * set it or abort.
+ * set it or abort. rc_own_NAME is the same code under a hidden name: the
+ * bridge's own address, whatever the process's scope resolves NAME to.
  */
 #if defined(__x86_64__)
 #define RC_BRIDGE_TRAMPOLINE(name, hook, real)                               \
 	__asm__(".text\n"                                                    \
 		".globl " #name "\n"                                         \
 		".type " #name ", @function\n"                               \
+		".globl rc_own_" #name "\n"                                  \
+		".hidden rc_own_" #name "\n"                                 \
+		"rc_own_" #name ":\n"                                        \
 		#name ":\n"                                                  \
 		"	endbr64\n"                                           \
 		"	push %rdi\n	push %rsi\n	push %rdx\n"         \

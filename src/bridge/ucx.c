@@ -8,15 +8,23 @@
  * UCX accepts unmap events from outside: a caller that has declared
  * ucm_set_external_event(UCM_EVENT_VM_UNMAPPED) before the first cache
  * subscribes feeds ranges with ucm_vm_munmap(), which every rcache applies
- * before its next lookup. The bridge
- *  - interposes ucs_rcache_create (every cache is created through the PLT):
- *    the moment UCX is surely loaded, also when it was dlopened late, and
- *    the last moment to declare the event external;
- *  - interposes ucs_rcache_get, which UCX 1.13 reaches through the PLT from
- *    libucp and libuct: before each lookup, if regcache's generation moved,
- *    forward what changed. No window is left;
- *  - on UCX >= 1.14, whose UCP looks up inline, also runs a forwarding
- *    thread; the window it leaves is measured in docs/bridges.md.
+ * before its next lookup. So the bridge forwards what changed at the start
+ * of every lookup, in the looking thread, and a lookup that starts after a
+ * change returned cannot hit the old registration. It interposes
+ *  - ucs_rcache_create (every cache is created through the PLT): the moment
+ *    UCX is surely loaded, also when it was dlopened late, and the last
+ *    moment to declare the event external;
+ *  - ucs_rcache_get, which UCP's and UCT's lookups reach through the PLT
+ *    (all of them on UCX 1.13; the misses on UCX >= 1.14);
+ *  - ucs_pgtable_lookup, the one call that UCP >= 1.14's inline lookup
+ *    (ucs_rcache_lookup_unsafe) makes through the PLT, after it has found
+ *    the invalidation queue empty: when something changed, the bridge
+ *    forwards it and answers "not found", so UCP takes the slow path,
+ *    which applies the queue.
+ * The bridge replaces UCX's libc hooks only when it has checked that every
+ * lookup reaches it (the relocations of the loaded libucp) and regcache-run
+ * turned the hooks off; otherwise UCX keeps its hooks and the bridge adds
+ * what they miss, from the lookups it reaches and from a thread.
  * Symbols of UCX are resolved in the libucs that defines the real
  * ucs_rcache_create, so no second libucm is ever loaded.
  */
@@ -41,15 +49,41 @@
  * UCX headers, so one build serves every UCX version. */
 #define UCM_EVENT_VM_UNMAPPED (1 << 17)
 
-/* Every ucs_status_t is an int-sized enum; 0 is UCS_OK. */
-typedef int ucx_status_t;
+/* The head of ucm_global_config_t and the hook modes, from ucm/api/ucm.h
+ * (the same from UCX 1.2 to 1.22): "can be safely modified before using
+ * UCM functions", which is how UCX's hooks are put back. */
+struct ucm_global_config_head {
+	int log_level;
+	int enable_events;
+	int mmap_hook_mode;
+};
+#define UCM_MMAP_HOOK_NONE 0
+#define UCM_MMAP_HOOK_BISTRO 2	/* UCX's default on x86_64 */
+
+/* ucs_pgt_region_t (ucs/datastruct/pgtable.h, unchanged since 1.2). */
+struct ucs_pgt_region_head {
+	uintptr_t start, end;
+};
+
+/* How the bridge stands towards UCX, decided once in setup(). */
+enum ucx_bridge_mode {
+	UCX_ALONE,		/* no monitor that can cache: UCX's hooks */
+	UCX_REPLACED,		/* every lookup reaches us; hooks off */
+	UCX_BESIDE_HOOKS,	/* UCX's hooks on; we add what they miss */
+	UCX_THREAD_ONLY,	/* REGCACHE_UCX_THREAD=1: only a thread forwards */
+};
 
 static struct {
 	pthread_once_t once;
 	struct regcache_subscriber *sub;
 	unsigned caps;
-	bool active;		/* external event declared; we forward */
-	bool thread_mode;
+	enum ucx_bridge_mode mode;
+	bool active;		/* we forward (any mode but UCX_ALONE) */
+	bool thread_mode;	/* a forwarding thread runs */
+	/* UCP's inline lookups reach ucs_pgtable_lookup; set last, with
+	 * release, once every field the interposer reads is. */
+	_Atomic bool inline_forward;
+	uintptr_t ucp_text_start, ucp_text_end;	/* libucp's code */
 	pthread_t thread;
 	pid_t thread_pid;	/* the process that started it */
 	_Atomic bool stop;
@@ -73,23 +107,88 @@ static void stop_thread(void);
 /* The real functions, jumped to by the trampolines below. */
 rc_bridge_hidden void *rc_ucx_real_get;
 rc_bridge_hidden void *rc_ucx_real_create;
+extern char rc_own_ucs_rcache_get[] rc_bridge_hidden;
+rc_bridge_hidden void *rc_ucx_pgtable_lookup(const void *pgtable,
+					      uintptr_t address);
+static void *_Atomic real_pgtable_lookup;
+
+/* A call into ucs_pgtable_lookup before setup (libucs's own, during its
+ * start): the real one, in the libucs that defines it. */
+static void *resolve_pgtable_lookup(void)
+{
+	void *p = NULL, *h = rc_bridge_find_definer("ucs_pgtable_lookup", &p);
+
+	if (!h) {
+		fprintf(stderr, "regcache-ucx: ucs_pgtable_lookup reached the "
+			"bridge but no libucs defines it; aborting\n");
+		abort();
+	}
+	atomic_store_explicit(&real_pgtable_lookup, p, memory_order_release);
+	return p;
+}
 
 /* ------------------------------------------------------------------------
  * Finding the UCX that is loaded
  * ---------------------------------------------------------------------- */
 
-/* UCP's version, or 0 when libucp is not loaded. */
-static unsigned ucp_minor_version(void)
+/* UCP's version (major * 1000 + minor) from the libucp behind @ucp. */
+static unsigned ucp_version(void *ucp)
 {
-	void (*get)(unsigned *, unsigned *, unsigned *) = NULL;
+	void (*get)(unsigned *, unsigned *, unsigned *);
 	unsigned major = 0, minor = 0, release = 0;
-	void *h = rc_bridge_find_definer("ucp_get_version", (void **)&get);
 
-	if (!h)
-		return 0;
-	get(&major, &minor, &release);
-	dlclose(h);
-	return major > 1 ? 1000 : minor;
+	get = (void (*)(unsigned *, unsigned *, unsigned *))dlsym(ucp, "ucp_get_version");
+	if (get)
+		get(&major, &minor, &release);
+	return major * 1000 + minor;
+}
+
+/* Whether @object's calls to @sym reach the bridge's definition @ours: it
+ * binds @sym at run time and the process's global scope (where preloaded
+ * and earlier-linked objects come first) resolves @sym to us. */
+static bool call_reaches_us(void *object, const char *sym, void *ours)
+{
+	return (!object || rc_bridge_imports(object, sym)) &&
+	       dlsym(RTLD_DEFAULT, sym) == ours;
+}
+
+/*
+ * Whether every registration lookup of this UCX reaches the bridge before
+ * it can hit: UCP's and UCT's misses and UCX 1.13's hits through
+ * ucs_rcache_get, and UCP >= 1.14's inline hits through
+ * ucs_pgtable_lookup. NULL, or the reason why not.
+ */
+static const char *lookups_reach_us(void *ucp, unsigned version)
+{
+	if (!call_reaches_us(NULL, "ucs_rcache_get", (void *)rc_own_ucs_rcache_get))
+		return "ucs_rcache_get resolves to libucs, not to the bridge "
+		       "(preload it, or link it before libucs)";
+	if (!ucp || version < 1014)
+		return NULL;
+	if (!call_reaches_us(ucp, "ucs_pgtable_lookup", (void *)rc_ucx_pgtable_lookup))
+		return "libucp's inline lookups do not call ucs_pgtable_lookup "
+		       "through the PLT";
+	if (!rc_bridge_text(ucp, &ub.ucp_text_start, &ub.ucp_text_end))
+		return "libucp's code segment was not found";
+	return NULL;
+}
+
+/* Put UCX's libc hooks back where regcache-run turned them off: the
+ * bridge never removes protection it cannot replace. Before the first
+ * cache subscribes, which is when UCM installs them. */
+static void keep_ucx_hooks(void *ucs)
+{
+	const char *mode = getenv("UCX_MEM_MMAP_HOOK_MODE");
+	struct ucm_global_config_head *opts;
+
+	if (!mode || strcmp(mode, "none"))
+		return;
+	opts = dlsym(ucs, "ucm_global_opts");
+	if (opts && opts->mmap_hook_mode == UCM_MMAP_HOOK_NONE)
+		opts->mmap_hook_mode = UCM_MMAP_HOOK_BISTRO;
+	else if (!opts)
+		rc_bridge_log("regcache-ucx: ucm_global_opts not found: UCX's "
+			      "hooks stay off (UCX_MEM_MMAP_HOOK_MODE=none)");
 }
 
 /* ------------------------------------------------------------------------
@@ -144,10 +243,9 @@ rc_bridge_hidden void rc_ucx_before_get(void *rcache, void *addr, size_t len)
 	pthread_once(&ub.once, setup);
 	if (rc_bridge_unlikely(!rc_ucx_real_get))
 		rc_ucx_resolve();
-	/* In thread mode UCX (>= 1.14) looks hits up inline, without us: do
-	 * nothing here either, so that a forced thread mode on UCX 1.13
-	 * (REGCACHE_UCX_THREAD=1) shows the window newer UCX has. */
-	if (!ub.active || ub.thread_mode || !len)
+	/* REGCACHE_UCX_THREAD=1 leaves every lookup to the thread: that
+	 * shows the window a forwarding thread alone would leave. */
+	if (!ub.active || ub.mode == UCX_THREAD_ONLY || !len)
 		return;
 	start = (uintptr_t)addr & ~ub.page_mask;
 	end = ((uintptr_t)addr + len + ub.page_mask) & ~ub.page_mask;
@@ -173,6 +271,49 @@ rc_bridge_hidden void rc_ucx_before_get(void *rcache, void *addr, size_t len)
 				      memory_order_relaxed);
 	}
 }
+
+/*
+ * ucs_pgtable_lookup, interposed: UCP >= 1.14's inline lookup calls it
+ * after finding the invalidation queue empty, so a change forwarded now
+ * would be too late for this lookup: when something changed, forward it
+ * and answer "not found" (UCP then takes the slow path, through
+ * ucs_rcache_get, which applies the queue). Only UCP's calls are checked:
+ * libucs's own lookups run under its locks and behind ucs_rcache_get,
+ * and other caches (memory types, IPC) keep their own rules.
+ */
+rc_bridge_hidden void *rc_ucx_pgtable_lookup(const void *pgtable,
+					      uintptr_t address)
+{
+	void *(*real)(const void *, uintptr_t) = atomic_load_explicit(
+		&real_pgtable_lookup, memory_order_acquire);
+	uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+	struct ucs_pgt_region_head *r;
+
+	if (rc_bridge_unlikely(!real))
+		real = resolve_pgtable_lookup();
+	if (!atomic_load_explicit(&ub.inline_forward, memory_order_acquire) ||
+	    caller - ub.ucp_text_start >= ub.ucp_text_end - ub.ucp_text_start)
+		return real(pgtable, address);
+	if (!regcache_subscriber_current(ub.sub)) {
+		sync_forward();
+		return NULL;
+	}
+	r = real(pgtable, address);
+	/* Userfaultfd: a change to the region may be read but not yet
+	 * published; the probe waits for it (as in rc_ucx_before_get). */
+	if (r && (ub.caps & REGCACHE_MONITOR_CHECK_HITS) &&
+	    regcache_subscriber_check(ub.sub, (void *)r->start, r->end - r->start)) {
+		ub.vm_munmap((void *)r->start, r->end - r->start);
+		return NULL;
+	}
+	if (r && !regcache_subscriber_current(ub.sub)) {
+		sync_forward();
+		return NULL;
+	}
+	return r;
+}
+extern __typeof__(rc_ucx_pgtable_lookup) ucs_pgtable_lookup
+	__attribute__((alias("rc_ucx_pgtable_lookup"), visibility("default")));
 
 static int64_t monotonic_ns(void)
 {
@@ -224,12 +365,51 @@ static void *forward_thread(void *arg)
  * Setup: once, at the first UCX cache or in the constructor
  * ---------------------------------------------------------------------- */
 
+/* Monitor and UCX are known: how the bridge stands (see the enum). */
+static enum ucx_bridge_mode choose_mode(const char *unreached, bool forced)
+{
+	if (!(ub.caps & REGCACHE_MONITOR_CAN_CACHE))
+		return UCX_ALONE;
+	if (forced)
+		return UCX_THREAD_ONLY;
+	if (unreached)
+		return UCX_BESIDE_HOOKS;
+	return UCX_REPLACED;
+}
+
+static void start_thread(void)
+{
+	const char *poll = getenv("REGCACHE_UCX_POLL_US");
+	const char *linger = getenv("REGCACHE_UCX_LINGER_US");
+
+	/* 0: sleep in regcache_subscriber_wait(). */
+	ub.poll_ns = poll ? atol(poll) * 1000 : 0;
+	if (poll && (ub.poll_ns <= 0 || ub.poll_ns >= 1000000000))
+		ub.poll_ns = 20000;
+	ub.linger_ns = (linger ? atol(linger) : 2000) * 1000;
+	/* Unmapped at exit: a change that wakes the thread. */
+	ub.wake_page = mmap(NULL, ub.page_mask + 1, PROT_NONE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (pthread_create(&ub.thread, NULL, forward_thread, NULL)) {
+		/* Forward from the lookups that reach us after all. */
+		ub.thread_mode = false;
+		rc_bridge_log("regcache-ucx: cannot start the forwarding thread; "
+			      "forwarding only from the lookups that reach the "
+			      "bridge");
+		return;
+	}
+	ub.thread_pid = getpid();
+	atexit(stop_thread);
+}
+
 static void setup(void)
 {
 	const char *hook_mode = getenv("UCX_MEM_MMAP_HOOK_MODE");
 	const char *force = getenv("REGCACHE_UCX_THREAD");
-	unsigned minor = ucp_minor_version();
-	void *h;
+	bool hooks_off = hook_mode && !strcmp(hook_mode, "none");
+	const char *unreached;
+	unsigned version = 0;
+	void *h, *ucp, *p;
 	int ret;
 
 	ub.page_mask = (uintptr_t)sysconf(_SC_PAGESIZE) - 1;
@@ -239,69 +419,80 @@ static void setup(void)
 		return;
 	}
 	rc_ucx_real_get = dlsym(h, "ucs_rcache_get");
+	if (!atomic_load(&real_pgtable_lookup) && dlsym(h, "ucs_pgtable_lookup"))
+		resolve_pgtable_lookup();
 	/* dlsym on a handle searches its dependencies: the libucm that this
 	 * libucs uses, never another copy. */
 	ub.set_external_event = (void (*)(int))dlsym(h, "ucm_set_external_event");
 	ub.vm_munmap = (void (*)(void *, size_t))dlsym(h, "ucm_vm_munmap");
-	if (!rc_ucx_real_get || !ub.set_external_event || !ub.vm_munmap) {
-		rc_bridge_log("regcache-ucx: this libucs lacks ucs_rcache_get or "
-			      "libucm's external events; UCX keeps its own hooks");
+	if (!rc_ucx_real_get || !ub.set_external_event || !ub.vm_munmap ||
+	    !atomic_load(&real_pgtable_lookup)) {
+		rc_bridge_log("regcache-ucx: this libucs lacks ucs_rcache_get, "
+			      "ucs_pgtable_lookup or libucm's external events; "
+			      "UCX keeps its own hooks");
+		keep_ucx_hooks(h);
 		return;
 	}
+	ucp = rc_bridge_find_definer("ucp_get_version", &p);
+	if (ucp)
+		version = ucp_version(ucp);
+	unreached = lookups_reach_us(ucp, version);
 	ret = regcache_subscriber_create(&ub.sub);
 	if (ret) {
 		rc_bridge_log("regcache-ucx: no regcache monitor (%s); UCX keeps "
 			      "its own hooks", strerror(-ret));
+		keep_ucx_hooks(h);
 		return;
 	}
 	ub.caps = regcache_subscriber_caps(ub.sub);
-	ub.thread_mode = (force && *force == '1') || minor >= 14;
-	if (!(ub.caps & REGCACHE_MONITOR_CAN_CACHE) ||
-	    (ub.thread_mode && !(ub.caps & REGCACHE_MONITOR_SYNCHRONOUS))) {
-		/* Never remove protection we cannot replace. */
-		rc_bridge_log("regcache-ucx: regcache monitor \"%s\" %s; UCX "
-			      "keeps its own memory hooks%s",
-			      regcache_monitor_name(),
-			      ub.caps & REGCACHE_MONITOR_CAN_CACHE ?
-				      "cannot feed UCX's inline lookups in time" :
-				      "reports nothing",
-			      hook_mode && !strcmp(hook_mode, "none") ?
-				      " (with UCX_MEM_MMAP_HOOK_MODE=none UCX "
-				      "runs without its registration cache)" : "");
+	ub.mode = choose_mode(unreached, force && *force == '1');
+	switch (ub.mode) {
+	case UCX_ALONE:
+		rc_bridge_log("regcache-ucx: regcache monitor \"%s\" reports "
+			      "nothing; UCX keeps its own memory hooks",
+			      regcache_monitor_name());
 		regcache_subscriber_destroy(ub.sub);
 		ub.sub = NULL;
+		keep_ucx_hooks(h);
 		return;
+	case UCX_BESIDE_HOOKS:
+		if (hooks_off)
+			rc_bridge_log("regcache-ucx: UCX %u.%u: %s; UCX keeps its "
+				      "own memory hooks and the bridge adds what "
+				      "they miss", version / 1000, version % 1000,
+				      unreached);
+		keep_ucx_hooks(h);
+		ub.thread_mode = true;
+		break;
+	case UCX_REPLACED:
+		/* Hooks that the user kept stay on: the event stays theirs
+		 * too, and the bridge only adds. */
+		if (hooks_off)
+			ub.set_external_event(UCM_EVENT_VM_UNMAPPED);
+		break;
+	case UCX_THREAD_ONLY:
+		if (hooks_off)
+			ub.set_external_event(UCM_EVENT_VM_UNMAPPED);
+		ub.thread_mode = true;
+		break;
 	}
-	ub.set_external_event(UCM_EVENT_VM_UNMAPPED);
 	ub.active = true;
-	if (ub.thread_mode) {
-		const char *poll = getenv("REGCACHE_UCX_POLL_US");
-		const char *linger = getenv("REGCACHE_UCX_LINGER_US");
-
-		/* 0: sleep in regcache_subscriber_wait(). */
-		ub.poll_ns = poll ? atol(poll) * 1000 : 0;
-		if (poll && (ub.poll_ns <= 0 || ub.poll_ns >= 1000000000))
-			ub.poll_ns = 20000;
-		ub.linger_ns = (linger ? atol(linger) : 2000) * 1000;
-		/* Unmapped at exit: a change that wakes the thread. */
-		ub.wake_page = mmap(NULL, ub.page_mask + 1, PROT_NONE,
-				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (pthread_create(&ub.thread, NULL, forward_thread, NULL)) {
-			/* Forward from the lookups that reach us after all:
-			 * every one on 1.13, the misses on newer UCX. */
-			ub.thread_mode = false;
-			rc_bridge_log("regcache-ucx: cannot start the forwarding "
-				      "thread; forwarding only from the lookups "
-				      "that reach ucs_rcache_get");
-		} else {
-			ub.thread_pid = getpid();
-			atexit(stop_thread);
-		}
-	}
-	rc_bridge_info("regcache-ucx: UCX unmap events come from regcache "
-		       "monitor \"%s\" (%s%s)", regcache_monitor_name(),
-		       ub.thread_mode ? "forwarding thread" : "before every lookup",
-		       hook_mode && !strcmp(hook_mode, "none") ?
+	if (ub.thread_mode)
+		start_thread();
+	/* The thread-only demonstration leaves every lookup to the thread. */
+	if (ub.mode != UCX_THREAD_ONLY && ucp && version >= 1014 && !unreached)
+		atomic_store_explicit(&ub.inline_forward, true,
+				      memory_order_release);
+	if (ucp)
+		dlclose(ucp);
+	rc_bridge_info("regcache-ucx: UCX %u.%u: unmap events come from "
+		       "regcache monitor \"%s\" (%s%s)", version / 1000,
+		       version % 1000, regcache_monitor_name(),
+		       ub.mode == UCX_THREAD_ONLY ? "forwarding thread only" :
+		       ub.thread_mode ? "before the lookups that reach the "
+					"bridge, and a forwarding thread" :
+					"before every lookup",
+		       hooks_off && ub.mode == UCX_REPLACED ?
 			       ", UCX's libc hooks off" : ", UCX's libc hooks also on");
 }
 
