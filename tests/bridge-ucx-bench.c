@@ -25,8 +25,7 @@
 static struct t_registrar treg;
 static ucs_rcache_t *rcache;
 
-typedef ucs_status_t get_fn(ucs_rcache_t *, void *, size_t, int, void *,
-			    ucs_rcache_region_t **);
+typedef rc_ucx_rcache_get_fn get_fn;
 
 static double now(void)
 {
@@ -57,7 +56,8 @@ static double hits(get_fn *get, char *buf, size_t len, long n)
 	for (long i = 0; i < n; i++) {
 		ucs_rcache_region_t *r;
 
-		if (get(rcache, buf, len, PROT_READ | PROT_WRITE, NULL, &r) != UCS_OK)
+		if (RC_UCX_CALL_GET(get, rcache, buf, len, 4096, PROT_READ | PROT_WRITE,
+				    NULL, &r) != UCS_OK)
 			exit(T_EXIT_FAIL);
 		ucs_rcache_region_put(rcache, r);
 	}
@@ -123,8 +123,8 @@ static int bench_window(void)
 		double t0, t1;
 
 		memset(buf, 1, len);
-		T_REQUIRE(ucs_rcache_get(rcache, buf, len, PROT_READ | PROT_WRITE,
-					 NULL, &r) == UCS_OK);
+		T_REQUIRE(rc_ucx_rcache_get(rcache, buf, len, 4096,
+					    PROT_READ | PROT_WRITE, NULL, &r) == UCS_OK);
 		ucs_rcache_region_put(rcache, r);
 		/* Let the thread forward the map's own records first. */
 		usleep(200);

@@ -118,8 +118,8 @@ int main(int argc, char **argv)
 	/* Still alive: a change is forwarded. */
 	buf = t_map(len);
 	memset(buf, 1, len);
-	T_REQUIRE(ucs_rcache_get(rcache, buf, len, PROT_READ | PROT_WRITE, NULL,
-				 &r) == UCS_OK);
+	T_REQUIRE(rc_ucx_rcache_get(rcache, buf, len, 4096,
+				    PROT_READ | PROT_WRITE, NULL, &r) == UCS_OK);
 	ucs_rcache_region_put(rcache, r);
 	usleep(1000);
 	before = forwarded();

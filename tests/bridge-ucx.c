@@ -30,8 +30,8 @@ static int ucx_get(void *buf, size_t len, void **entry, void **handle)
 {
 	ucs_rcache_region_t *r;
 
-	if (ucs_rcache_get(rcache, buf, len, PROT_READ | PROT_WRITE, NULL,
-			   &r) != UCS_OK)
+	if (rc_ucx_rcache_get(rcache, buf, len, (size_t)getpagesize(),
+			      PROT_READ | PROT_WRITE, NULL, &r) != UCS_OK)
 		return -EFAULT;
 	*entry = r;
 	*handle = ((struct b_ucx_region *)r)->handle;

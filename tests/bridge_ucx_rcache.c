@@ -26,15 +26,19 @@ static void dump(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *r,
 		buf[0] = 0;
 }
 
-static const ucs_rcache_ops_t ops = { mem_reg, mem_dereg, dump };
+static const ucs_rcache_ops_t ops = {
+	.mem_reg = mem_reg,
+	.mem_dereg = mem_dereg,
+	RC_UCX_OPS_MERGE
+	.dump_region = dump,
+};
 
 ucs_rcache_t *b_ucx_rcache_create(struct t_registrar *t, const char *name)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t page __attribute__((unused)) = (size_t)sysconf(_SC_PAGESIZE);
 	ucs_rcache_params_t p = {
 		.region_struct_size = sizeof(struct b_ucx_region),
-		.alignment = page,
-		.max_alignment = page,
+		RC_UCX_PARAMS_ALIGNMENT(page)
 		.ucm_events = UCM_EVENT_VM_UNMAPPED,
 		.ucm_event_priority = 1000,
 		.ops = &ops,

@@ -2,7 +2,7 @@
 /*
  * What the UCX bridge tests (bridge-ucx.c, bridge-ucx-bench.c,
  * bridge-ucx-idle.c) share: UCX's
- * real ucs_rcache (libucs, 1.13) whose memory domain is a t_registrar, so
+ * real ucs_rcache (libucs 1.13 to 1.18, ucx_rcache_compat.h) whose memory domain is a t_registrar, so
  * that each UCX region holds a slot of io_uring's fixed-buffer table and
  * READ_FIXED through it shows which pages UCX has registered.
  */
@@ -10,7 +10,8 @@
 #define T_BRIDGE_UCX_RCACHE_H
 
 #include <ucm/api/ucm.h>
-#include <ucs/memory/rcache.h>
+
+#include "ucx_rcache_compat.h"
 
 #include "helpers.h"
 

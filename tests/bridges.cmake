@@ -14,7 +14,7 @@ if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
     SOURCES bridge-ucx.c bridge_oracle.c bridge_ucx_rcache.c
     LIBS ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} Threads::Threads ${CMAKE_DL_LIBS}
     LABELS bridge ucx ARGS stale)
-  target_include_directories(bridge-ucx PRIVATE ${TOOLS_UCX_INCLUDE})
+  target_include_directories(bridge-ucx PRIVATE ${TOOLS_UCX_INCLUDE} ${PROJECT_SOURCE_DIR}/tools)
   # Negative control: UCX's own hooks, no bridge.
   set_tests_properties(bridge-ucx PROPERTIES
     ENVIRONMENT "UCX_MEM_MMAP_HOOK_MODE=bistro")
@@ -31,7 +31,7 @@ if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
   regcache_add_test(NAME bridge-ucx-bench
     SOURCES bridge-ucx-bench.c bridge_ucx_rcache.c
     LIBS ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} ${CMAKE_DL_LIBS} LABELS bench ARGS hit)
-  target_include_directories(bridge-ucx-bench PRIVATE ${TOOLS_UCX_INCLUDE})
+  target_include_directories(bridge-ucx-bench PRIVATE ${TOOLS_UCX_INCLUDE} ${PROJECT_SOURCE_DIR}/tools)
   set_tests_properties(bridge-ucx-bench PROPERTIES
     ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:regcache-ucx>;UCX_MEM_MMAP_HOOK_MODE=none;REGCACHE_MONITOR=bpf")
   add_test(NAME bridge-ucx-window COMMAND ${PROJECT_BINARY_DIR}/tools/regcache-run
@@ -166,7 +166,7 @@ if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
 endif()
 if(TEST_UCX_UCP AND regcache_verbs_target)
   add_executable(ucp-rxe ucp-rxe.c bridge_churn.c rxe_mr_count.c)
-  target_include_directories(ucp-rxe PRIVATE ${TOOLS_UCX_INCLUDE})
+  target_include_directories(ucp-rxe PRIVATE ${TOOLS_UCX_INCLUDE} ${PROJECT_SOURCE_DIR}/tools)
   target_link_libraries(ucp-rxe PRIVATE ${TEST_UCX_UCP} ${TOOLS_UCX_UCS}
     ${regcache_verbs_target})
   add_test(NAME ucp-rxe COMMAND ucp-rxe stale)

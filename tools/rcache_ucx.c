@@ -40,7 +40,7 @@ void ucx_cache_put(struct ucx_cache *c, void *region)
 
 #include <sys/mman.h>
 #include <ucm/api/ucm.h>
-#include <ucs/memory/rcache.h>
+#include "ucx_rcache_compat.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -48,6 +48,7 @@ void ucx_cache_put(struct ucx_cache *c, void *region)
 struct ucx_cache {
 	ucs_rcache_t *rcache;
 	struct dev *dev;
+	size_t page;	/* the regions' alignment */
 };
 
 /* What a transport keeps in its region: here, the device handle. */
@@ -91,6 +92,7 @@ static void ucx_dump(void *ctx, ucs_rcache_t *rcache, ucs_rcache_region_t *r,
 static const ucs_rcache_ops_t ucx_ops = {
 	.mem_reg = ucx_mem_reg,
 	.mem_dereg = ucx_mem_dereg,
+	RC_UCX_OPS_MERGE
 	.dump_region = ucx_dump,
 };
 
@@ -100,8 +102,7 @@ int ucx_cache_create(struct dev *d, size_t max_regions, bool hooks,
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	ucs_rcache_params_t p = {
 		.region_struct_size = sizeof(struct ucx_region),
-		.alignment = page,
-		.max_alignment = page,
+		RC_UCX_PARAMS_ALIGNMENT(page)
 		/* What uct's IB and CMA transports ask for in 1.13 (the
 		 * MEM_TYPE event matters for GPU memory only). */
 		.ucm_events = hooks ? UCM_EVENT_VM_UNMAPPED |
@@ -121,6 +122,7 @@ int ucx_cache_create(struct dev *d, size_t max_regions, bool hooks,
 	if (!c)
 		return -ENOMEM;
 	c->dev = d;
+	c->page = page;
 	/* ucs_rcache_create installs the UCM hooks through
 	 * ucm_set_event_handler(); libucs' constructor has already passed
 	 * UCX_MEM_* options to libucm. If the hooks fail their self-test,
@@ -148,8 +150,8 @@ int ucx_cache_get(struct ucx_cache *c, void *addr, size_t len, void **region,
 	ucs_rcache_region_t *r;
 	ucs_status_t st;
 
-	st = ucs_rcache_get(c->rcache, addr, len, PROT_READ | PROT_WRITE, NULL,
-			    &r);
+	st = rc_ucx_rcache_get(c->rcache, addr, len, c->page,
+			       PROT_READ | PROT_WRITE, NULL, &r);
 	if (st != UCS_OK)
 		return -EIO;
 	*region = r;

@@ -62,7 +62,7 @@ mount -t bpf bpf /host/sys/fs/bpf
 mount -t cgroup2 cgroup2 /host/sys/fs/cgroup
 # The guest kernel's modules, for modprobe inside (the host has its own).
 mkdir -p /host/lib/modules/"$kver" &&
-	mount --bind "/lower$moddir" /host/lib/modules/"$kver"
+	mount -t 9p -o "$p9,ro" kmods /host/lib/modules/"$kver"
 mkdir -p /host/run/regcache-vm && mount --bind /vmio /host/run/regcache-vm
 
 hostname "$(cat /host/etc/hostname 2>/dev/null || echo regcache-vm)"

@@ -21,6 +21,10 @@
 #   --console        copy the kernel's console to stderr as it boots
 #   --private-checkout  the guest sees the checkout read-only, under its own
 #                    writable overlay (several guests at once on one tree)
+#   --root DIR       the guest's root file system (default /, the host's):
+#                    a Debian root made with mmdebstrap, e.g. Debian 13's
+#                    (tests/vm/debian13.sh); the checkout is still shared
+#                    at its own path, so a build made in that root runs
 #   --print-kernel   print the kernel's major.minor (fetching and preparing
 #                    it if needed) and exit
 #
@@ -33,7 +37,7 @@ set -euo pipefail
 die() { echo "tests/vm/run.sh: $*" >&2; exit 125; }
 
 kernel=linux-image-amd64 accel=auto cpus=2 mem=2G timeout=1800 console=0 print_kernel=0
-private_checkout=0
+private_checkout=0 guest_root=/
 guest_env=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -45,6 +49,7 @@ while [ $# -gt 0 ]; do
 	--env) guest_env+=("$2"); shift 2 ;;
 	--console) console=1; shift ;;
 	--private-checkout) private_checkout=1; shift ;;
+	--root) guest_root=$(realpath "$2"); shift 2 ;;
 	--print-kernel) print_kernel=1; shift ;;
 	--) shift; break ;;
 	*) die "unknown option $1 (usage: run.sh [options] -- COMMAND...)" ;;
@@ -225,7 +230,8 @@ boot() { # ACCEL -> starts qemu in the background, sets qemu_pid
 		-kernel "$vmlinuz" -initrd "$initrd" \
 		-append "console=ttyS0 panic=-1 $loglevel mitigations=off regcache_vm_accel=$1" \
 		-serial "file:$io/console.log" -serial "file:$io/output" \
-		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
+		-virtfs "local,path=$guest_root,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
+		-virtfs "local,path=$moddir,mount_tag=kmods,security_model=none,readonly=on,multidevs=remap" \
 		-virtfs "local,path=$checkout,mount_tag=checkout,security_model=none,multidevs=remap$co_ro" \
 		-virtfs "local,path=$io,mount_tag=vmio,security_model=none" \
 		-device virtio-rng-pci \
