@@ -24,7 +24,7 @@ foreach(spec jemalloc=libjemalloc.so.2 mimalloc=libmimalloc.so.2
   else()
     # A missing package is a loud skip, never a silent pass.
     add_test(NAME alloc_${name}_missing COMMAND sh -c
-      "echo 'SKIP: ${file} not found: apt-get install the package listed in .ci/packages'; exit 77")
+      "echo 'SKIP: ${file} not found: apt-get install the package listed by .ci/packages.sh'; exit 77")
     set_tests_properties(alloc_${name}_missing PROPERTIES SKIP_RETURN_CODE 77
       LABELS allocator)
   endif()

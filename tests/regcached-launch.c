@@ -2,12 +2,15 @@
 /*
  * The CTest command of every regcached-* test:
  *
- *   regcached-launch [--root] [--daemon-arg ARG]... -- PROGRAM [ARG]...
+ *   regcached-launch [--root] [--memlock-unlimited] [--daemon-arg ARG]...
+ *                    -- PROGRAM [ARG]...
  *
  * As root, starts a private regcached (the real daemon, real BPF) on a
  * socket in a fresh directory, then runs PROGRAM with REGCACHE_MONITOR=
  * regcached and REGCACHE_SOCKET pointing at it: as uid/gid 65534 with no
- * capabilities and an 8 MiB memlock limit, unless --root. Exits with
+ * capabilities and an 8 MiB memlock limit (Debian's default; unlimited with
+ * --memlock-unlimited, as sites set it for RDMA middleware, whose own pools
+ * need more), unless --root. Exits with
  * PROGRAM's status; a daemon that dies on its own, or stops with an error,
  * fails the test. Not root: exit 77 with the reason.
  *
@@ -51,6 +54,7 @@ static char sock_path[108];
 static const char *daemon_args[16];
 static int ndaemon_args;
 static pid_t daemon_pid = -1;
+static bool memlock_unlimited;
 static int guard_fd = -1;	/* the guardian's pipe (guard_group) */
 
 static double now_s(void)
@@ -175,6 +179,9 @@ static void drop_privileges(void)
 {
 	struct rlimit rl = { 8 << 20, 8 << 20 };
 
+	if (memlock_unlimited)
+		rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
+
 	if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) ||
 	    setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534) ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
@@ -227,13 +234,16 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
 		if (!strcmp(argv[i], "--root"))
 			as_root = true;
+		else if (!strcmp(argv[i], "--memlock-unlimited"))
+			memlock_unlimited = true;
 		else if (!strcmp(argv[i], "--daemon-arg") && i + 1 < argc &&
 			 ndaemon_args < 15)
 			daemon_args[ndaemon_args++] = argv[++i];
 	}
 	if (i + 1 >= argc) {
 		fprintf(stderr, "usage: regcached-launch [--root] "
-			"[--daemon-arg ARG]... -- PROGRAM [ARG]...\n");
+			"[--memlock-unlimited] [--daemon-arg ARG]... -- "
+			"PROGRAM [ARG]...\n");
 		return 2;
 	}
 	argv += i + 1;

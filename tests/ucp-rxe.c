@@ -55,6 +55,14 @@ static bool have_rdma_device(void)
 	return found;
 }
 
+static unsigned ucp_api_minor(void)
+{
+	unsigned major, minor, release;
+
+	ucp_get_version(&major, &minor, &release);
+	return major > 1 ? 1000 : minor;
+}
+
 static ucp_worker_h wa, wb;
 static ucp_ep_h ep_b;
 static ucs_status_t accept_status = UCS_INPROGRESS;
@@ -131,8 +139,12 @@ int main(int argc, char **argv)
 	}
 	expect_stale = !strcmp(argv[1], "stale");
 	caching = strcmp(argv[1], "nocache") != 0;
-	if (!caching)	/* before UCX reads its configuration */
+	if (!caching) {	/* before UCX reads its configuration */
+		/* UCT's cache, and (UCX >= 1.14) UCP's own in front of it. */
 		setenv("UCX_IB_REG_METHODS", "direct", 1);
+		if (ucp_api_minor() >= 14)
+			setenv("UCX_RCACHE_ENABLE", "n", 1);
+	}
 	if (!have_rdma_device()) {
 		printf("No RDMA device found (/sys/class/infiniband is empty): "
 		       "skipped; tests/vm/run.sh gives a Soft-RoCE device\n");
@@ -199,8 +211,12 @@ int main(int argc, char **argv)
 				mr_count_msg_end(&count, k);
 			churn_check(&rx, r, k, rbuf);
 		}
-		if (r == 0)
+		if (r == 0) {
+			printf("ucp-rxe: UCX %s, rendezvous scheme %s\n",
+			       ucp_get_version_string(),
+			       getenv("UCX_RNDV_SCHEME") ? getenv("UCX_RNDV_SCHEME") : "auto");
 			ucp_ep_print_info(ep, stdout);
+		}
 	}
 
 	title = !caching ? "ucp-rxe: UCX with its registration cache off" :

@@ -485,9 +485,9 @@ static void setup(void)
 				      memory_order_release);
 	if (ucp)
 		dlclose(ucp);
-	rc_bridge_info("regcache-ucx: UCX %u.%u: unmap events come from "
-		       "regcache monitor \"%s\" (%s%s)", version / 1000,
-		       version % 1000, regcache_monitor_name(),
+	rc_bridge_info("regcache-ucx: UCX unmap events come from regcache "
+		       "monitor \"%s\" (UCX %u.%u: %s%s)", regcache_monitor_name(),
+		       version / 1000, version % 1000,
 		       ub.mode == UCX_THREAD_ONLY ? "forwarding thread only" :
 		       ub.thread_mode ? "before the lookups that reach the "
 					"bridge, and a forwarding thread" :

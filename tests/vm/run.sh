@@ -106,14 +106,14 @@ else
 	fi
 	kdir=$(unpack_deb "$deb")
 fi
-# Debian 13 and later ship the image in usr/lib/modules/VERSION/vmlinuz
-# (linux-binary-*) and the modules beside it (linux-modules-*): seen
-# through a directory of links in the old layout, which depmod and
-# modprobe -d expect.
-if [ ! -d "$kdir/boot" ] && [ ! -d "$kdir/lib/modules" ] &&
-	ls "$kdir"/usr/lib/modules/*/vmlinuz >/dev/null 2>&1; then
-	usr_vmlinuz=$(ls "$kdir"/usr/lib/modules/*/vmlinuz | head -n1)
-	usr_kver=$(basename "$(dirname "$usr_vmlinuz")")
+# Debian 13 and later keep the modules in usr/lib/modules/VERSION (6.12's
+# linux-image, with the image in boot/; newer linux-binary-* packages, with
+# the image beside the modules as vmlinuz): seen through a directory of
+# links in the old layout, which depmod and modprobe -d expect.
+if [ ! -d "$kdir/lib/modules" ] && ls -d "$kdir"/usr/lib/modules/*/ >/dev/null 2>&1; then
+	usr_vmlinuz=$(ls "$kdir"/boot/vmlinuz-* "$kdir"/usr/lib/modules/*/vmlinuz 2>/dev/null | head -n1 || true)
+	[ -n "$usr_vmlinuz" ] || die "no boot/vmlinuz-* or usr/lib/modules/*/vmlinuz in $kdir"
+	usr_kver=$(basename "$(ls -d "$kdir"/usr/lib/modules/*/ | head -n1)")
 	shadow="$cache/kernels/usr-$(printf '%s' "$kdir" | md5sum | cut -c1-8)"
 	rm -rf "$shadow" && mkdir -p "$shadow/boot"
 	ln -s "$kdir/usr/lib" "$shadow/lib"

@@ -1,0 +1,117 @@
+#!/bin/bash
+# Debian 13 (trixie) in the test guest: its userland (UCX 1.18, libfabric
+# 2.1, Open MPI 5, MPICH 4.2, rdma-core 56, gcc 14) on its stock kernel
+# (6.12), made from Debian's packages and kept in the guest cache.
+#
+# Usage: tests/vm/debian13.sh root           make the root and fetch the
+#                                            kernel if missing; print the root
+#        tests/vm/debian13.sh build [DIR]    build the checkout inside the
+#                                            root (default build-debian13)
+#        tests/vm/debian13.sh run [run.sh options] -- COMMAND...
+#                                            tests/vm/run.sh on that kernel
+#                                            and root
+#        tests/vm/debian13.sh suite [suite.sh args...]
+#                                            build, then tests/vm/suite.sh
+#                                            on that kernel and root
+#
+# The root is made with mmdebstrap from the archive that this machine's
+# own APT sources name (no archive is written into the project), with the
+# packages of .ci/packages.sh for trixie plus MPICH. It lives in
+# REGCACHE_VM_CACHE (default ~/.cache/regcache-vm)/debian13-root; delete
+# that directory to make it anew. Root only (mmdebstrap, chroot, mounts).
+# Exits 125 with the reason when the root cannot be made.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+checkout=$(pwd -P)
+die() { echo "tests/vm/debian13.sh: $*" >&2; exit 125; }
+
+cache=${REGCACHE_VM_CACHE:-${HOME:-/root}/.cache/regcache-vm}
+root=$cache/debian13-root
+debs=$cache/debs
+
+archive() { # the Debian archive this machine's APT sources use
+	local u
+	u=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+	[ -n "$u" ] || u=$(awk '$1 == "deb" && $0 !~ /security/ {
+		for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; exit } }' \
+		/etc/apt/sources.list 2>/dev/null || true)
+	[ -n "$u" ] || die "no Debian archive in /etc/apt/sources.list{,.d/*.sources}"
+	echo "$u"
+}
+
+make_root() {
+	[ "$(id -u)" = 0 ] || die "making the root needs root"
+	if [ ! -e "$root/.complete" ]; then
+		command -v mmdebstrap >/dev/null ||
+			apt-get install -y -q --no-install-recommends mmdebstrap >&2 ||
+			die "apt-get install mmdebstrap failed"
+		rm -rf "$root" "$root.tmp"
+		mkdir -p "$cache"
+		local pkgs
+		pkgs=$(.ci/packages.sh trixie | tr -s ' \n' ',' | sed 's/,$//')
+		pkgs+=",mpich,libmpich-dev,git,python3"
+		echo "=== making the Debian 13 root in $root (a few minutes)" >&2
+		mmdebstrap --variant=apt --include="$pkgs" trixie "$root.tmp" \
+			"deb $(archive) trixie main" >&2 ||
+			die "mmdebstrap failed (see above)"
+		mv "$root.tmp" "$root"
+		touch "$root/.complete"
+	fi
+	kernel_deb >/dev/null
+}
+
+# trixie's stock kernel, through the root's APT (its sources are trixie's).
+kernel_deb() {
+	local deb
+	deb=$(ls "$debs"/linux-image-6.*-amd64_*.deb 2>/dev/null | grep -v -- '-dbg' | head -n1 || true)
+	if [ -z "$deb" ]; then
+		mkdir -p "$debs"
+		in_root sh -c 'apt-get update -q >/dev/null &&
+			pkg=$(apt-cache depends linux-image-amd64 |
+				awk "/Depends: linux-image-[0-9]/ { print \$2; exit }") &&
+			cd /tmp && apt-get download -q "$pkg" >/dev/null && ls /tmp/linux-image-*.deb' >/dev/null ||
+			die "cannot download trixie's linux-image-amd64"
+		mv "$root"/tmp/linux-image-*.deb "$debs"/
+		rm -rf "$root"/var/lib/apt/lists/*
+		deb=$(ls "$debs"/linux-image-6.*-amd64_*.deb | head -n1)
+	fi
+	echo "$deb"
+}
+
+# COMMAND... inside the root, with the checkout at its own path; the mounts
+# go when it ends (the guest must not see the host's /proc through 9p).
+in_root() {
+	local status=0 d
+	cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+	mkdir -p "$root$checkout"
+	mount --bind "$checkout" "$root$checkout"
+	for d in proc sys dev; do mount --rbind "/$d" "$root/$d"; done
+	chroot "$root" "$@" || status=$?
+	for d in proc sys dev; do umount -R "$root/$d" 2>/dev/null || umount -lR "$root/$d"; done
+	umount "$root$checkout" 2>/dev/null || umount -l "$root$checkout"
+	return $status
+}
+
+build() { # DIR
+	local dir=${1:-build-debian13}
+	make_root
+	in_root sh -c "cd $(printf %q "$checkout") &&
+		cmake -S . -B $(printf %q "$dir") -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREGCACHE_WERROR=ON >/dev/null &&
+		cmake --build $(printf %q "$dir") -j $(nproc) >/dev/null" ||
+		die "the build in the Debian 13 root failed"
+}
+
+case "${1:-}" in
+root) make_root; echo "$root" ;;
+build) shift; build "${1:-}" ;;
+run)
+	shift
+	make_root
+	exec tests/vm/run.sh --root "$root" --kernel "$(kernel_deb)" "$@" ;;
+suite)
+	shift
+	build build-debian13
+	REGCACHE_VM_BUILD=build-debian13 exec tests/vm/suite.sh "$@" \
+		--root "$root" --kernel "$(kernel_deb)" ;;
+*) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
