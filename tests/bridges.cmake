@@ -26,6 +26,22 @@ if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
     PASS_REGULAR_EXPRESSION "UCX keeps its own memory hooks.*bridge absent"
     FAIL_REGULAR_EXPRESSION "check failed|FAIL"
     TIMEOUT 120 LABELS "bridge;ucx")
+  # A UCX whose lookups do not reach the bridge (here: linked after libucs,
+  # so the process's scope resolves ucs_rcache_get to libucs), with UCX's
+  # hooks off as regcache-run turns them off: the bridge must say so and
+  # put UCX's hooks back, never leaving UCX less safe than alone.
+  add_executable(bridge-ucx-unreached bridge-ucx.c bridge_oracle.c bridge_ucx_rcache.c)
+  target_include_directories(bridge-ucx-unreached PRIVATE ${TOOLS_UCX_INCLUDE}
+    ${PROJECT_SOURCE_DIR}/tools ${PROJECT_SOURCE_DIR}/tests)
+  target_link_libraries(bridge-ucx-unreached PRIVATE regcache_test_helpers regcache
+    ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} -Wl,--no-as-needed regcache-ucx -Wl,--as-needed
+    Threads::Threads ${CMAKE_DL_LIBS})
+  add_test(NAME bridge-ucx-unreached COMMAND bridge-ucx-unreached kept)
+  set_tests_properties(bridge-ucx-unreached PROPERTIES
+    ENVIRONMENT "REGCACHE_MONITOR=bpf;UCX_MEM_MMAP_HOOK_MODE=none"
+    PASS_REGULAR_EXPRESSION "ucs_rcache_get resolves to libucs.*UCX keeps its own memory hooks and the bridge adds what they miss"
+    FAIL_REGULAR_EXPRESSION "check failed|FAIL"
+    SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "bridge;ucx;monitor;bpf")
   # Numbers, not a property (docs/bridges.md): the hit path with and
   # without the bridge in one run; the forwarding thread's window.
   regcache_add_test(NAME bridge-ucx-bench
@@ -195,6 +211,18 @@ if(TEST_UCX_UCP AND regcache_verbs_target)
         SKIP_REGULAR_EXPRESSION "No RDMA device found"
         TIMEOUT 600 LABELS "rdma;ucx;bridge;monitor;${m}")
     endforeach()
+    # The window a forwarding thread alone leaves (REGCACHE_UCX_THREAD=1,
+    # the bridge's design before it reached UCP's inline lookups): the
+    # negative control of the design, messages must be corrupted.
+    add_test(NAME ${t}-thread-only COMMAND ${PROJECT_BINARY_DIR}/tools/regcache-run
+      $<TARGET_FILE:ucp-rxe> clean)
+    set_tests_properties(${t}-thread-only PROPERTIES
+      ENVIRONMENT "${env};REGCACHE_MONITOR=bpf;REGCACHE_UCX_THREAD=1"
+      # Only the corruption is the point: the stale hits also spoil the
+      # run's registration-count control, so the status is not read.
+      PASS_REGULAR_EXPRESSION "corrupted: [1-9][0-9]* of [0-9]+ messages"
+      SKIP_REGULAR_EXPRESSION "No RDMA device found"
+      TIMEOUT 600 LABELS "rdma;ucx;bridge;monitor;bpf")
     # An unprivileged rank: uid 65534, no capabilities, memlock unlimited
     # (UCX's own pools need more than Debian's 8 MiB), the node's regcached.
     if(TARGET regcached)

@@ -457,10 +457,9 @@ static void setup(void)
 		return;
 	case UCX_BESIDE_HOOKS:
 		if (hooks_off)
-			rc_bridge_log("regcache-ucx: UCX %u.%u: %s; UCX keeps its "
-				      "own memory hooks and the bridge adds what "
-				      "they miss", version / 1000, version % 1000,
-				      unreached);
+			rc_bridge_log("regcache-ucx: %s; UCX keeps its own "
+				      "memory hooks and the bridge adds what they "
+				      "miss", unreached);
 		keep_ucx_hooks(h);
 		ub.thread_mode = true;
 		break;

@@ -27,7 +27,7 @@ die() { echo "tests/vm/debian13.sh: $*" >&2; exit 125; }
 
 cache=${REGCACHE_VM_CACHE:-${HOME:-/root}/.cache/regcache-vm}
 root=$cache/debian13-root
-debs=$cache/debs
+debs=$cache/debs-debian13	# apart from run.sh's: its kernels are Debian 12's
 
 archive() { # the Debian archive this machine's APT sources use
 	local u
