@@ -179,8 +179,18 @@ static void drop_privileges(void)
 {
 	struct rlimit rl = { 8 << 20, 8 << 20 };
 
-	if (memlock_unlimited)
+	if (memlock_unlimited) {
 		rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
+		/* Root without CAP_SYS_RESOURCE (a container) cannot raise
+		 * the hard limit: keep the highest it may set, and say so. */
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) && errno == EPERM &&
+		    !getrlimit(RLIMIT_MEMLOCK, &rl)) {
+			rl.rlim_cur = rl.rlim_max;
+			fprintf(stderr, "regcached-launch: memlock limit %llu "
+				"bytes, not unlimited (no CAP_SYS_RESOURCE)\n",
+				(unsigned long long)rl.rlim_max);
+		}
+	}
 
 	if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) ||
 	    setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534) ||

@@ -111,7 +111,7 @@ run)
 suite)
 	shift
 	build build-debian13
-	REGCACHE_VM_BUILD=build-debian13 exec tests/vm/suite.sh "$@" \
+	REGCACHE_VM_BUILD=build-debian13 REGCACHE_VM_BUILT=1 exec tests/vm/suite.sh "$@" \
 		--root "$root" --kernel "$(kernel_deb)" ;;
 *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -115,9 +115,14 @@ if [ ! -d "$kdir/lib/modules" ] && ls -d "$kdir"/usr/lib/modules/*/ >/dev/null 2
 	[ -n "$usr_vmlinuz" ] || die "no boot/vmlinuz-* or usr/lib/modules/*/vmlinuz in $kdir"
 	usr_kver=$(basename "$(ls -d "$kdir"/usr/lib/modules/*/ | head -n1)")
 	shadow="$cache/kernels/usr-$(printf '%s' "$kdir" | md5sum | cut -c1-8)"
-	rm -rf "$shadow" && mkdir -p "$shadow/boot"
-	ln -s "$kdir/usr/lib" "$shadow/lib"
-	ln -s "$usr_vmlinuz" "$shadow/boot/vmlinuz-$usr_kver"
+	# Made once, then renamed into place: guests start side by side.
+	if [ ! -e "$shadow/boot/vmlinuz-$usr_kver" ]; then
+		tmp="$shadow.tmp.$$"
+		rm -rf "$tmp" && mkdir -p "$tmp/boot"
+		ln -s "$kdir/usr/lib" "$tmp/lib"
+		ln -s "$usr_vmlinuz" "$tmp/boot/vmlinuz-$usr_kver"
+		mv -T "$tmp" "$shadow" 2>/dev/null || rm -rf "$tmp"
+	fi
 	kdir=$shadow
 fi
 vmlinuz=$(ls "$kdir"/boot/vmlinuz-* 2>/dev/null | head -n1 || true)
