@@ -77,14 +77,13 @@ static uintptr_t dyn_ptr(const struct link_map *m, ElfW(Addr) p)
 	return p < m->l_addr ? m->l_addr + p : p;
 }
 
-static bool relocs_name(const struct link_map *m, const ElfW(Rela) *r,
-			size_t bytes, const ElfW(Sym) *symtab,
-			const char *strtab, const char *sym)
+static bool relocs_name(const ElfW(Rela) *r, size_t bytes,
+			const ElfW(Sym) *symtab, const char *strtab,
+			const char *sym)
 {
 	for (size_t i = 0; i < bytes / sizeof(*r); i++) {
 		size_t idx = ELF64_R_SYM(r[i].r_info);
 
-		(void)m;
 		if (idx && !strcmp(strtab + symtab[idx].st_name, sym))
 			return true;
 	}
@@ -113,8 +112,8 @@ bool rc_bridge_imports(void *handle, const char *sym)
 	}
 	if (!symtab || !strtab)
 		return false;
-	return (jmprel && relocs_name(m, jmprel, pltrelsz, symtab, strtab, sym)) ||
-	       (rela && relocs_name(m, rela, relasz, symtab, strtab, sym));
+	return (jmprel && relocs_name(jmprel, pltrelsz, symtab, strtab, sym)) ||
+	       (rela && relocs_name(rela, relasz, symtab, strtab, sym));
 }
 
 struct text_ctx {

@@ -437,6 +437,8 @@ static void setup(void)
 	if (ucp)
 		version = ucp_version(ucp);
 	unreached = lookups_reach_us(ucp, version);
+	if (ucp)
+		dlclose(ucp);	/* still loaded: only our reference goes */
 	ret = regcache_subscriber_create(&ub.sub);
 	if (ret) {
 		rc_bridge_log("regcache-ucx: no regcache monitor (%s); UCX keeps "
@@ -479,11 +481,9 @@ static void setup(void)
 	if (ub.thread_mode)
 		start_thread();
 	/* The thread-only demonstration leaves every lookup to the thread. */
-	if (ub.mode != UCX_THREAD_ONLY && ucp && version >= 1014 && !unreached)
+	if (ub.mode != UCX_THREAD_ONLY && version >= 1014 && !unreached)
 		atomic_store_explicit(&ub.inline_forward, true,
 				      memory_order_release);
-	if (ucp)
-		dlclose(ucp);
 	rc_bridge_info("regcache-ucx: UCX unmap events come from regcache "
 		       "monitor \"%s\" (UCX %u.%u: %s%s)", regcache_monitor_name(),
 		       version / 1000, version % 1000,
