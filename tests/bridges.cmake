@@ -11,7 +11,7 @@ regcache_add_test(NAME bridge-subscriber SOURCES bridge-subscriber.c
 # UCX: found by tools/ucx.cmake (cache variables).
 if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
   regcache_add_test(NAME bridge-ucx
-    SOURCES bridge-ucx.c bridge_oracle.c bridge_ucx_rcache.c
+    SOURCES bridge-ucx.c lib/bridge_oracle.c lib/bridge_ucx_rcache.c
     LIBS ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} Threads::Threads ${CMAKE_DL_LIBS}
     LABELS bridge ucx ARGS stale)
   target_include_directories(bridge-ucx PRIVATE ${TOOLS_UCX_INCLUDE} ${PROJECT_SOURCE_DIR}/tools)
@@ -30,9 +30,9 @@ if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
   # so the process's scope resolves ucs_rcache_get to libucs), with UCX's
   # hooks off as regcache-run turns them off: the bridge must say so and
   # put UCX's hooks back, never leaving UCX less safe than alone.
-  add_executable(bridge-ucx-unreached bridge-ucx.c bridge_oracle.c bridge_ucx_rcache.c)
+  add_executable(bridge-ucx-unreached bridge-ucx.c lib/bridge_oracle.c lib/bridge_ucx_rcache.c)
   target_include_directories(bridge-ucx-unreached PRIVATE ${TOOLS_UCX_INCLUDE}
-    ${PROJECT_SOURCE_DIR}/tools ${PROJECT_SOURCE_DIR}/tests)
+    ${PROJECT_SOURCE_DIR}/tools ${PROJECT_SOURCE_DIR}/tests/lib)
   target_link_libraries(bridge-ucx-unreached PRIVATE regcache_test_helpers regcache
     ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} -Wl,--no-as-needed regcache-ucx -Wl,--as-needed
     Threads::Threads ${CMAKE_DL_LIBS})
@@ -45,7 +45,7 @@ if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
   # Numbers, not a property (docs/bridges.md): the hit path with and
   # without the bridge in one run; the forwarding thread's window.
   regcache_add_test(NAME bridge-ucx-bench
-    SOURCES bridge-ucx-bench.c bridge_ucx_rcache.c
+    SOURCES bridge-ucx-bench.c lib/bridge_ucx_rcache.c
     LIBS ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} ${CMAKE_DL_LIBS} LABELS bench ARGS hit)
   target_include_directories(bridge-ucx-bench PRIVATE ${TOOLS_UCX_INCLUDE} ${PROJECT_SOURCE_DIR}/tools)
   set_tests_properties(bridge-ucx-bench PROPERTIES
@@ -75,7 +75,7 @@ endif()
 include(${PROJECT_SOURCE_DIR}/cmake/fabric-static.cmake)
 regcache_find_static_fabric(TEST_FABRIC)
 if(TARGET regcache-fabric AND TEST_FABRIC_FOUND)
-  regcache_add_test(NAME bridge-fabric SOURCES bridge-fabric.c bridge_oracle.c
+  regcache_add_test(NAME bridge-fabric SOURCES bridge-fabric.c lib/bridge_oracle.c
     LIBS regcache-fabric ${TEST_FABRIC_STATIC_LIBS}
          atomic Threads::Threads ${CMAKE_DL_LIBS}
     LABELS bridge fabric ARGS memhooks ENV REGCACHE_FABRIC_IMPORT=0)
@@ -108,7 +108,7 @@ if(TARGET regcache-fabric AND TEST_FABRIC_FOUND)
   # libfabric loaded late: a component linking libfabric.so.1, dlopened
   # RTLD_LOCAL after start. The bridge comes in through regcache-run, as a
   # user runs a job; the negative control runs without it.
-  add_library(bridge-fabric-late-module MODULE bridge_fabric_module.c)
+  add_library(bridge-fabric-late-module MODULE lib/bridge_fabric_module.c)
   target_link_libraries(bridge-fabric-late-module PRIVATE ${TEST_FABRIC_LINK_LIBRARIES})
   regcache_add_test(NAME bridge-fabric-late SOURCES bridge-fabric-late.c
     LIBS ${CMAKE_DL_LIBS} LABELS bridge fabric
@@ -183,7 +183,8 @@ if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
   find_library(TEST_UCX_UCP ucp HINTS ${TOOLS_UCX_LIBRARY_DIRS})
 endif()
 if(TEST_UCX_UCP AND regcache_verbs_target)
-  add_executable(ucp-rxe ucp-rxe.c bridge_churn.c rxe_mr_count.c)
+  add_executable(ucp-rxe ucp-rxe.c lib/bridge_churn.c lib/rxe_mr_count.c)
+  target_include_directories(ucp-rxe PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/lib)
   target_include_directories(ucp-rxe PRIVATE ${TOOLS_UCX_INCLUDE} ${PROJECT_SOURCE_DIR}/tools)
   target_link_libraries(ucp-rxe PRIVATE ${TEST_UCX_UCP} ${TOOLS_UCX_UCS}
     ${regcache_verbs_target})
@@ -244,7 +245,8 @@ endif()
 # libfabric's verbs provider under ofi_rxm, the same loop: libfabric's own
 # monitor (memhooks) as the negative control, the bridge under regcache-run.
 if(TEST_FABRIC_LINK_LIBRARIES AND regcache_verbs_target)
-  add_executable(fabric-rxe fabric-rxe.c bridge_churn.c rxe_mr_count.c)
+  add_executable(fabric-rxe fabric-rxe.c lib/bridge_churn.c lib/rxe_mr_count.c)
+  target_include_directories(fabric-rxe PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/lib)
   target_include_directories(fabric-rxe PRIVATE ${REGCACHE_FABRIC_PC_INCLUDE_DIRS})
   target_link_libraries(fabric-rxe PRIVATE ${TEST_FABRIC_LINK_LIBRARIES}
     ${regcache_verbs_target})
@@ -273,7 +275,8 @@ endif()
 # which the bridge stood back cannot pass.
 find_package(MPI COMPONENTS C QUIET)
 if(MPI_C_FOUND AND regcache_verbs_target)
-  add_executable(mpi-rxe mpi-rxe.c bridge_churn.c rxe_mr_count.c)
+  add_executable(mpi-rxe mpi-rxe.c lib/bridge_churn.c lib/rxe_mr_count.c)
+  target_include_directories(mpi-rxe PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/lib)
   target_link_libraries(mpi-rxe PRIVATE MPI::MPI_C ${regcache_verbs_target})
   set(mpi_rxe ${CMAKE_CURRENT_SOURCE_DIR}/mpi-rxe.sh $<TARGET_FILE:mpi-rxe>)
   set(mpi_run ${PROJECT_BINARY_DIR}/tools/regcache-run)

@@ -4,12 +4,12 @@
  * directory is served correctly. The test (root, regcached-launch --root)
  * unshares both namespaces, bind-mounts the socket directory elsewhere,
  * hides the original under an empty tmpfs, mounts the namespace's own
- * /proc, and runs a scenario of regcached-scenarios there as pid 1's child
- * with uid 65534: the daemon knows it by its global pid (SO_PEERCRED), and
+ * /proc, and runs cases of the catalogue of changes (changes-uring) there
+ * as pid 1's child with uid 65534: the daemon knows it by its global pid (SO_PEERCRED), and
  * the DMA oracle must pass, including the shared-memory watch the daemon
  * checks against the client's own mapping.
  *
- *   regcached-namespaces SCENARIOS-PROGRAM CASE
+ *   regcached-namespaces CHANGES-PROGRAM CASE ...
  */
 #include <fcntl.h>
 #include <libgen.h>
@@ -67,8 +67,7 @@ int main(int argc, char **argv)
 			T_REQUIRE(setgroups(0, NULL) == 0 &&
 				  setresgid(65534, 65534, 65534) == 0 &&
 				  setresuid(65534, 65534, 65534) == 0);
-			execv(argv[1], (char *[]){ argv[1], argv[2], "plain",
-						   NULL });
+			execv(argv[1], argv + 1);
 			_exit(127);
 		}
 		T_REQUIRE(waitpid(inner, &status, 0) == inner);

@@ -5,23 +5,12 @@
 if(NOT REGCACHE_WITH_VERBS)
   return()
 endif()
-set(rxe_helper ${CMAKE_CURRENT_SOURCE_DIR}/verbs_device.c)
+set(rxe_helper ${CMAKE_CURRENT_SOURCE_DIR}/lib/verbs_device.c)
 
 function(verbs_rxe_test NAME)
   regcache_add_test(NAME ${NAME} SOURCES ${NAME}.c ${rxe_helper}
     LABELS rdma verbs ${ARGN})
 endfunction()
-
-# The DMA oracle under each monitor, through the regcached client too,
-# and the negative control: a naive cache is stale in every case.
-verbs_rxe_test(verbs-rxe-oracle MONITORS bpf userfaultfd none)
-regcache_add_test(NAME verbs-rxe-oracle-naive PROGRAM verbs-rxe-oracle
-  ARGS naive LABELS rdma verbs ENV REGCACHE_MONITOR=none)
-if(COMMAND regcached_add_test)
-  regcached_add_test(NAME verbs-rxe-oracle@regcached PROGRAM verbs-rxe-oracle)
-  set_property(TEST verbs-rxe-oracle@regcached APPEND PROPERTY LABELS
-    rdma verbs)
-endif()
 
 # Access flags, the budget against the device, ODP or its refusal, RDMA
 # WRITE and READ through cached regions.

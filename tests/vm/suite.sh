@@ -86,13 +86,13 @@ fi
 # under emulation, attaching its 56 fentry programs takes 1-8 s at each
 # monitor start, which the daemon's restarts and the forks multiply.
 # Then again by fentry, the default on 6.1, a test of each thing the
-# monitor serves: the in-process scenarios and those through regcached
-# that 6.1 allows (no shmdt, no guard; @restart and @dead variants only
-# in `full`), chaos, the verbs oracle and the demo on rxe0, UCX,
+# monitor serves: the catalogue of changes in process and through
+# regcached (its -restart and -dead variants only in the bulk), chaos,
+# the catalogue and the demo on rxe0, UCX,
 # libfabric and an MPI job (pml ucx) over rxe, and the attach, tax,
 # int $0x80, CLONE_VM, overflow and file tests. `full` runs the bulk the
 # default way (auto).
-fentry_tests='^(monitor-(munmap|mremap|madvise|map-fixed|sbrk|free-malloc|in-use|uring-madvise|fork)@bpf|chaos@bpf|bpf-(attach-mode|syscall-tax|int80|clone-vm|overflow|file-punch|private-file-truncate)|regcached-scenarios-(munmap|mremap|madvise|uring_madvise|map_fixed|sbrk|free_malloc|file_punch|private_file|overflow|clone_vm|int80)|verbs-rxe-oracle@(bpf|regcached)|demo-verbs|(ucp|fabric)-rxe-run@bpf|mpi-rxe-ucx-run@bpf)$'
+fentry_tests='^(changes-(uring|rxe)@(bpf|regcached)|monitor-(in-use|fork)@bpf|chaos@bpf|bpf-(attach-mode|syscall-tax|int80|clone-vm|overflow|file-punch|private-file-truncate)|demo-verbs|(ucp|fabric)-rxe-run@bpf|mpi-rxe-ucx-run@bpf)$'
 list_tests() { # ctest selection args -> one test name a line
 	ctest --test-dir "$build" -N "$@" | sed -n 's/^ *Test *#[0-9]*: //p'
 }
