@@ -22,20 +22,16 @@ regcache_add_test(NAME kill-cycle SOURCES kill-cycle.c
 regcache_add_test(NAME signal-storm SOURCES signal-storm.c
   LIBS Threads::Threads LABELS stress chaos MONITORS bpf userfaultfd none
   TIMEOUT 120)
-if(COMMAND regcached_add_test)
-  regcached_add_test(NAME kill-cycle@regcached PROGRAM kill-cycle
-    DAEMON_ARGS --max-per-user 3 TIMEOUT 150)
-  regcached_add_test(NAME signal-storm@regcached PROGRAM signal-storm)
-  regcached_add_test(NAME chaos@regcached PROGRAM chaos TIMEOUT 150)
-  # The client's pull applies a burst of "everything" records once, as
-  # the in-process one does.
-  if(TARGET bpf-everything-once)
-    regcached_add_test(NAME bpf-everything-once@regcached
-      PROGRAM bpf-everything-once)
-  endif()
-  set_tests_properties(kill-cycle@regcached signal-storm@regcached
-    chaos@regcached PROPERTIES LABELS "regcached;monitor;stress;chaos")
-endif()
+regcache_add_test(NAME kill-cycle PROGRAM kill-cycle MONITORS regcached
+  DAEMON_ARGS --max-per-user 3 LABELS stress chaos TIMEOUT 150)
+regcache_add_test(NAME signal-storm PROGRAM signal-storm MONITORS regcached
+  LABELS stress chaos)
+regcache_add_test(NAME chaos PROGRAM chaos MONITORS regcached
+  LABELS stress chaos TIMEOUT 150)
+# The client's pull applies a burst of "everything" records once, as
+# the in-process one does.
+regcache_add_test(NAME bpf-everything-once PROGRAM bpf-everything-once
+  MONITORS regcached REQUIRES REGCACHE_HAVE_BPF)
 # Under TSan kill-cycle is reported "Not Run (Disabled)", not passed: TSan
 # turns vfork() into fork(), so its negative control (a parent in
 # uninterruptible sleep must be reported) cannot be built, and its fresh
