@@ -23,6 +23,7 @@
 #        figures it measured to <build>/vm-costs-<kernel>), else by the
 #        host's CTest costs.
 #   --only REGEX  of those, only the tests whose names match
+#   --except REGEX  of those, not the tests whose names match
 # REGCACHE_VM_BUILD names another build directory (already configured);
 # with REGCACHE_VM_BUILT=1 it is used as it is, not rebuilt on the host.
 set -euo pipefail
@@ -34,13 +35,14 @@ shards=$(($(nproc) + 1)); [ "$shards" -le 4 ] || shards=4
 mem_guests=$(awk '/^MemAvailable:/ { print int($2 / (2.5 * 1024 * 1024)) }' /proc/meminfo)
 [ "${mem_guests:-1}" -ge 1 ] || mem_guests=1
 [ "$shards" -le "$mem_guests" ] || shards=$mem_guests
-only=
+only= except=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--shards)
 		shards=$2; shift 2
 		[ "$shards" -ge 1 ] 2>/dev/null || { echo "suite.sh: --shards N, N >= 1" >&2; exit 2; } ;;
 	--only) only=$2; shift 2 ;;
+	--except) except=$2; shift 2 ;;
 	*) break ;;
 	esac
 done
@@ -106,7 +108,8 @@ guest_costs=tests/vm/costs-${kernel_guess}
 plan=$({
 	list_tests "${select_args[@]}" | sed 's/^/bulk /'
 	[ "$subset" != ci ] || list_tests -R "$fentry_tests" | sed 's/^/fentry /'
-} | awk -v only="$only" 'only == "" || $2 ~ only' | awk -v shards="$shards" -v costs="$costs" -v guest_costs="$guest_costs" '
+} | awk -v only="$only" -v except="$except" \
+	'(only == "" || $2 ~ only) && (except == "" || $2 !~ except)' | awk -v shards="$shards" -v costs="$costs" -v guest_costs="$guest_costs" '
 	BEGIN {
 		while ((getline line < costs) > 0) {
 			if (line == "---") break
