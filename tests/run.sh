@@ -75,11 +75,9 @@ run_part() { # CFG[:quick|:rest]
 		quick) select=(--only "$vm_quick") ;;
 		rest) select=(--except "$vm_quick") ;;
 		esac
-		# The plain build's programs, when this run made them.
-		local vm_build=()
-		[ -d build-test-plain ] && [[ " ${parts[*]} " == *" plain "* ]] &&
-			vm_build=(env REGCACHE_VM_BUILD=build-test-plain)
-		"${vm_build[@]}" tests/vm/suite.sh ci "${select[@]}"
+		# The plain build's programs (suite.sh brings them up to date).
+		configure plain
+		REGCACHE_VM_BUILD=build-test-plain tests/vm/suite.sh ci "${select[@]}"
 		return
 	fi
 	case "$cfg" in
