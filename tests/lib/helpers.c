@@ -479,15 +479,14 @@ void *t_map_small_pages(size_t len)
 
 char *t_map_until(void *want, size_t len)
 {
-	for (long spins = 0; spins < 1000000; spins++) {
+	for (long spins = 0; spins < 20000; spins++) {
 		char *y = t_map(len);
 
 		if (y == want)
 			return y;
 		T_REQUIRE(munmap(y, len) == 0);
 	}
-	fprintf(stderr, "%p never came back\n", want);
-	exit(T_EXIT_FAIL);
+	return NULL;
 }
 
 double t_now(void)

@@ -199,8 +199,9 @@ void *t_map(size_t len);
 void *t_map_small_pages(size_t len);
 
 /* mmap(NULL, @len) until the kernel hands back @want, which another thread
- * is unmapping: every other address is given back at once. Exits FAIL
- * after 1000000 tries. Returns @want, mapped. */
+ * is unmapping: every other address is given back at once. Returns @want,
+ * mapped; NULL after 20000 tries, when another thread (a monitor's, a
+ * sanitizer's) took the hole first and keeps it. */
 char *t_map_until(void *want, size_t len);
 
 /* Seconds on CLOCK_MONOTONIC: for deadlines and elapsed times. */
