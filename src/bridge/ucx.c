@@ -300,8 +300,11 @@ rc_bridge_hidden void *rc_ucx_pgtable_lookup(const void *pgtable,
 	}
 	r = real(pgtable, address);
 	/* Userfaultfd: a change to the region may be read but not yet
-	 * published; the probe waits for it (as in rc_ucx_before_get). */
-	if (r && (ub.caps & REGCACHE_MONITOR_CHECK_HITS) &&
+	 * published; the probe waits for it (as in rc_ucx_before_get). The
+	 * monitor's caps are read now, not at setup: a process whose
+	 * regcached went away continues on userfaultfd. */
+	if (r && (regcache_subscriber_caps(ub.sub) &
+		  REGCACHE_MONITOR_CHECK_HITS) &&
 	    regcache_subscriber_check(ub.sub, (void *)r->start, r->end - r->start)) {
 		ub.vm_munmap((void *)r->start, r->end - r->start);
 		return NULL;
@@ -322,7 +325,6 @@ static int64_t monotonic_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
-
 
 /* UCX >= 1.14: UCP's hit path is inline, so a thread forwards. It sleeps
  * until the monitor reports a change, then polls every 20 us while changes
