@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Description: libfabric's real MR cache (ofi_mr_cache from Debian's static
- * libfabric 1.17.0) never serves a stale registration once regcache's
- * monitor is imported into it with fi_open("mr_cache") + fi_import_fid().
+ * libfabric.a: 1.17.0 on Debian 12, 2.1.0 on Debian 13) never serves a
+ * stale registration once regcache's monitor is imported into it with
+ * fi_open("mr_cache") + fi_import_fid(). The cache's layout comes from
+ * src/bridge/fabric_layout.h's row for the version fi_version() reports,
+ * which every run prints.
  *
  * No provider that caches host memory (verbs, efa) runs without RDMA
  * hardware, so this drives the cache directly, exactly as those providers
@@ -21,6 +24,10 @@
  *   bridge-call  the same, imported by regcache_fabric_import()
  *   override     FI_MR_CACHE_MONITOR is set: the bridge must refuse to
  *                import and say so
+ *   unknown      REGCACHE_FABRIC_VERSIONS names no version of the libfabric
+ *                linked in, as for a version the bridge was not tested
+ *                with: it must not import and say so; libfabric keeps its
+ *                own monitor (memhooks, whose blind spots then show)
  *   gap          the bridge, and changes made while the provider pins: a
  *                change lands after add_region pinned the pages and before
  *                libfabric subscribes the entry, and the bridge notifies it
@@ -41,10 +48,10 @@
 
 #include <regcache/fabric.h>
 
-#include "../src/bridge/fabric_cache.h"
+#include "../src/bridge/fabric_layout.h"
 #include "bridge_oracle.h"
 
-static struct lf_mr_cache cache;
+static struct lf_cache cache;
 
 /* gap mode: change the pages right after add_region pinned them. */
 static struct {
@@ -77,35 +84,33 @@ static void change_after_pin(void *addr, size_t len)
 	nanosleep(&ts, NULL);
 }
 
-static int add_region(struct lf_mr_cache *c, struct lf_mr_entry *e)
+static int add_region(struct lf_cache *c, void *e)
 {
+	struct iovec *iov = lf_entry_iov(e);
 	int ret;
 
-	(void)c;
-	ret = t_registrar_ops.reg(&b_reg, e->info.iov.iov_base,
-				  e->info.iov.iov_len, 0, &e->handle);
+	ret = t_registrar_ops.reg(&b_reg, iov->iov_base, iov->iov_len, 0,
+				  lf_entry_handle(c, e));
 	if (!ret && gap.armed)
-		change_after_pin(e->info.iov.iov_base, e->info.iov.iov_len);
+		change_after_pin(iov->iov_base, iov->iov_len);
 	return ret;
 }
 
-static void delete_region(struct lf_mr_cache *c, struct lf_mr_entry *e)
+static void delete_region(struct lf_cache *c, void *e)
 {
-	(void)c;
-	t_registrar_ops.dereg(&b_reg, e->handle);
+	t_registrar_ops.dereg(&b_reg, *lf_entry_handle(c, e));
 }
 
-static int get_in(struct lf_mr_cache *c, void *buf, size_t len, void **entry,
+static int get_in(struct lf_cache *c, void *buf, size_t len, void **entry,
 		  void **handle)
 {
-	struct lf_mr_info info = { .iov = { buf, len } };
-	struct lf_mr_entry *e;
-	int ret = ofi_mr_cache_search(c, &info, &e);
+	void *e;
+	int ret = lf_cache_search(c, buf, len, &e);
 
 	if (ret)
 		return ret < 0 ? ret : -EIO;
 	*entry = e;
-	*handle = e->handle;
+	*handle = *lf_entry_handle(c, e);
 	return 0;
 }
 
@@ -116,13 +121,13 @@ static int fabric_get(void *buf, size_t len, void **entry, void **handle)
 
 static void fabric_put(void *entry)
 {
-	ofi_mr_cache_delete(&cache, entry);
+	lf_cache_delete(&cache, entry);
 }
 
 static const struct b_cache fabric = { fabric_get, fabric_put };
 
 /* ns per hit (search + delete of a cached range) in @c. */
-static double hits(struct lf_mr_cache *c, char *buf, size_t len, long n)
+static double hits(struct lf_cache *c, char *buf, size_t len, long n)
 {
 	struct timespec t0, t1;
 
@@ -132,7 +137,7 @@ static double hits(struct lf_mr_cache *c, char *buf, size_t len, long n)
 
 		if (get_in(c, buf, len, &e, &h))
 			exit(T_EXIT_FAIL);
-		ofi_mr_cache_delete(c, e);
+		lf_cache_delete(c, e);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n;
@@ -154,7 +159,7 @@ static double median(double *v, int n)
 /* Two caches in one process: libfabric's memhooks monitor, and the bridge. */
 static int bench(void)
 {
-	static struct lf_mr_cache alone;
+	static struct lf_cache alone;
 	double a[11], b[11], ratio[11];
 	long n = T_SCALE(200000);
 	char *buf = t_map(1 << 20);
@@ -169,15 +174,16 @@ static int bench(void)
 		b[r] = hits(&cache, buf, 1 << 20, n);
 		ratio[r] = b[r] / a[r];
 	}
-	printf("libfabric 1.17 MR cache hit (search+delete, 1 MiB, 1 thread), "
+	printf("libfabric %u.%u MR cache hit (search+delete, 1 MiB, 1 thread), "
 	       "median of 11 rounds of %ld:\n"
 	       "  libfabric's memhooks monitor %6.1f ns\n"
 	       "  regcache bridge (%s)%*s %6.1f ns\n"
-	       "  ratio %.2f (median of per-round ratios)\n", n,
+	       "  ratio %.2f (median of per-round ratios)\n", cache.l->major,
+	       cache.l->minor, n,
 	       median(a, 11), regcache_monitor_name(),
 	       (int)(10 - strlen(regcache_monitor_name())), "", median(b, 11),
 	       median(ratio, 11));
-	ofi_mr_cache_cleanup(&alone);
+	lf_cache_close(&alone);
 	return T_EXIT_PASS;
 }
 
@@ -218,7 +224,7 @@ int main(int argc, char **argv)
 
 	t_registrar_init(&b_reg, 4096);
 	c = t_registrar_cache(&b_reg, 0, 0, 0);
-	if (bridge || !strcmp(mode, "override"))
+	if (bridge || !strcmp(mode, "override") || !strcmp(mode, "unknown"))
 		t_monitor_require();
 	if (!strcmp(mode, "bridge-call") || !strcmp(mode, "bench")) {
 		ret = import();
@@ -232,6 +238,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(mode, "userfaultfd"))
 		monitor = uffd_monitor;
 	ret = lf_cache_open(&cache, monitor, add_region, delete_region);
+	if (!cache.l)
+		return T_EXIT_FAIL;	/* a version the table lacks: said so */
 	if (ret) {
 		fprintf(stderr, "ofi_mr_cache_init with %s: %d%s\n", mode, ret,
 			!strcmp(mode, "userfaultfd") ? " (no userfaultfd here)" : "");
@@ -243,18 +251,25 @@ int main(int argc, char **argv)
 		T_EXPECT_EQ(-EPERM, import());
 		T_CHECK(default_monitor == memhooks_monitor ||
 			default_monitor == uffd_monitor);
+	} else if (!strcmp(mode, "unknown")) {
+		/* The bridge stood back: libfabric's own default. */
+		T_CHECK(!stats(st));
+		T_EXPECT_EQ(-ENOTSUP, import());
+		T_CHECK(default_monitor == memhooks_monitor);
 	} else if (bridge) {
 		T_CHECK(stats(st) == 1);
 		T_CHECK(default_monitor != memhooks_monitor &&
 			default_monitor != uffd_monitor && default_monitor);
 	}
-	memhooks = !strcmp(mode, "memhooks") ||
-		   (!strcmp(mode, "override") && default_monitor == memhooks_monitor);
-	fprintf(stderr, "libfabric 1.17 MR cache, monitor: %s; regcache "
-		"monitor %s\n", mode, regcache_monitor_name());
+	memhooks = !strcmp(mode, "memhooks") || !strcmp(mode, "unknown") ||
+		   (!strcmp(mode, "override") &&
+		    default_monitor == memhooks_monitor);
+	fprintf(stderr, "libfabric %u.%u MR cache (the layout of %s), "
+		"monitor: %s; regcache monitor %s\n", cache.l->major,
+		cache.l->minor, cache.l->debian, mode, regcache_monitor_name());
 	if (!strcmp(mode, "bench")) {
 		ret = bench();
-		ofi_mr_cache_cleanup(&cache);
+		lf_cache_close(&cache);
 		return ret;
 	}
 	if (!strcmp(mode, "gap")) {
@@ -270,7 +285,7 @@ int main(int argc, char **argv)
 			T_EXPECT_EQ(0, stale_now + stale_before);
 		else
 			T_EXPECT_EQ(1, stale_before);
-		ofi_mr_cache_cleanup(&cache);
+		lf_cache_close(&cache);
 		regcache_destroy(c);
 		t_registrar_fini(&b_reg);
 		return t_exit_status();
@@ -317,7 +332,7 @@ int main(int argc, char **argv)
 		T_EXPECT_EQ(1, stale_by[B_URING_DONTNEED]);
 		T_CHECK(race_stale > 0);
 	}
-	ofi_mr_cache_cleanup(&cache);
+	lf_cache_close(&cache);
 	regcache_destroy(c);
 	t_registrar_fini(&b_reg);
 	return t_exit_status();

@@ -15,8 +15,9 @@
  *
  *   fabric-rxe stale|clean|nocache [rounds] [bytes]
  *
- * stale: libfabric's own monitor (memhooks, the negative control): the
- * messages after raw syscalls must be corrupted. clean: under
+ * stale: libfabric's own monitor (memhooks, the default of Debian's 1.17
+ * and 2.1, the negative control): the messages after raw syscalls must be
+ * corrupted. clean: under
  * regcache-run, none may be. Both must cache: a message through the
  * buffers that never change, while the others change around them, must
  * register nothing on the device, and one through a remapped buffer
@@ -179,7 +180,8 @@ int main(int argc, char **argv)
 				      FI_MR_PROV_KEY;
 	hints->fabric_attr->prov_name = strdup("verbs;ofi_rxm");
 	CHECK_FI(fi_getinfo(FI_VERSION(1, 13), NULL, NULL, 0, hints, &info));
-	printf("fabric-rxe: provider %s, domain %s\n",
+	printf("fabric-rxe: libfabric %u.%u, provider %s, domain %s\n",
+	       FI_MAJOR(fi_version()), FI_MINOR(fi_version()),
 	       info->fabric_attr->prov_name, info->domain_attr->name);
 	CHECK_FI(fi_fabric(info->fabric_attr, &fab, NULL));
 	CHECK_FI(fi_domain(fab, info, &dom, NULL));

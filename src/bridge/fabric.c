@@ -18,10 +18,17 @@
  *  - subscribe(addr, len) after the entry was pinned: watch the range, and
  *    refuse it (the entry is then served uncached) if a change to it may
  *    have come after the pin (see pinned_after());
- *  - unsubscribe(addr, len): unwatch (libfabric 1.17 never calls it).
+ *  - unsubscribe(addr, len): nothing (libfabric 1.17 never calls it; 2.x
+ *    calls it when an entry leaves the cache, also right after a refused
+ *    subscribe): the watch stays until a change ends it (see there).
  * notify(addr, len) takes mm_lock itself, so it is called only by the
  * bridge's own thread, which never holds it (libfabric#9003); notify just
  * reclaims entries early, correctness comes from valid().
+ *
+ * Only the libfabric versions in tested[] are imported into (the import API
+ * is public, but what the bridge relies on around it, above, is each
+ * version's behaviour); any other keeps its own monitor, and a line says
+ * so.
  *
  * Lock order: mm_lock -> subscriber's lock -> fb.lock.
  */
@@ -273,11 +280,18 @@ static int mon_subscribe(struct fid_mem_monitor *mon, const void *addr,
 	return ret;
 }
 
+/*
+ * The watch is kept: a range can be subscribed by several entries at once
+ * (one per MR cache, i.e. per domain), and libfabric 2.x unsubscribes an
+ * entry that leaves its cache, also one whose subscribe the bridge just
+ * refused, while the watch is what lets the next registration of the
+ * range be cached under userfaultfd (cacheable()). A watch ends when a
+ * change overlaps it, as under 1.17, which never unsubscribes.
+ */
 static void mon_unsubscribe(struct fid_mem_monitor *mon, const void *addr,
 			    size_t len)
 {
-	(void)mon;
-	regcache_subscriber_unwatch(fb.sub, addr, len);
+	(void)mon, (void)addr, (void)len;
 	thread_saw(call_begin());
 }
 
@@ -415,6 +429,82 @@ static void stop_thread(void)
 typedef int fi_open_fn(uint32_t version, const char *name, void *attr,
 		       size_t attr_len, uint64_t flags, struct fid **fid,
 		       void *context);
+typedef uint32_t fi_version_fn(void);
+
+/*
+ * The libfabric versions the bridge was run with (docs/bridges.md names
+ * the tests): what it relies on besides the public import API is each
+ * version's own behaviour: valid() on every hit and subscribe() after the
+ * pin, both under mm_lock; notify() taking mm_lock; unsubscribe() (2.x)
+ * after a refused subscribe. fi_version() gives major.minor only.
+ */
+static const struct { unsigned major, minor; } tested[] = {
+	{ 1, 17 },	/* Debian 12: 1.17.0 */
+	{ 2, 1 },	/* Debian 13: 2.1.0 */
+};
+
+/* "1.17,2.1": the list as the log line and REGCACHE_FABRIC_VERSIONS
+ * write it. */
+static void tested_list(char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof(tested) / sizeof(tested[0]); i++)
+		n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%u.%u",
+				      i ? "," : "", tested[i].major,
+				      tested[i].minor);
+}
+
+/* Is major.minor in @list ("1.17,2.1", "any": every version from 1.14,
+ * whose import API works)? */
+static bool listed(const char *list, unsigned major, unsigned minor)
+{
+	if (!strcmp(list, "any"))
+		return major > 1 || (major == 1 && minor >= 14);
+	while (*list) {
+		unsigned ma, mi;
+		int used = 0;
+
+		if (sscanf(list, "%u.%u%n", &ma, &mi, &used) == 2 && used &&
+		    ma == major && mi == minor)
+			return true;
+		list += strcspn(list, ", ");
+		list += strspn(list, ", ");
+	}
+	return false;
+}
+
+/*
+ * May the bridge import into the libfabric behind @h? Yes for a version
+ * in tested[] (or in REGCACHE_FABRIC_VERSIONS when set); otherwise the
+ * bridge steps aside and says so, and libfabric keeps its own monitor.
+ */
+static bool version_known(void *h, unsigned *major, unsigned *minor)
+{
+	const char *env = getenv("REGCACHE_FABRIC_VERSIONS");
+	fi_version_fn *fv = (fi_version_fn *)dlsym(h, "fi_version");
+	char list[64];
+	uint32_t v;
+
+	tested_list(list, sizeof(list));
+	if (!fv) {
+		rc_bridge_log("regcache-fabric: the loaded libfabric has no "
+			      "fi_version(); libfabric keeps its own monitor");
+		return false;
+	}
+	v = fv();
+	*major = FI_MAJOR(v);
+	*minor = FI_MINOR(v);
+	if (listed(env ? env : list, *major, *minor))
+		return true;
+	rc_bridge_log("regcache-fabric: libfabric %u.%u is not a version the "
+		      "bridge was tested with (%s%s%s): libfabric keeps its own "
+		      "monitor (REGCACHE_FABRIC_VERSIONS=%u.%u imports anyway)",
+		      *major, *minor, list, env ? "; REGCACHE_FABRIC_VERSIONS=" :
+		      "", env ? env : "", *major, *minor);
+	return false;
+}
 
 /* See include/regcache/fabric.h. */
 rc_bridge_export int regcache_fabric_import(void)
@@ -423,6 +513,7 @@ rc_bridge_export int regcache_fabric_import(void)
 	const char *env = getenv("FI_MR_CACHE_MONITOR");
 	const char *pin_check = getenv("REGCACHE_FABRIC_PIN_CHECK");
 	fi_open_fn *fo = NULL;
+	unsigned major = 0, minor = 0;
 	struct fid *cache_fid;
 	void *h;
 	int ret;
@@ -443,6 +534,10 @@ rc_bridge_export int regcache_fabric_import(void)
 	h = rc_bridge_find_definer("fi_open", (void **)&fo);
 	if (!h) {
 		ret = -ENOENT;
+		goto out;
+	}
+	if (!version_known(h, &major, &minor)) {
+		ret = -ENOTSUP;
 		goto out;
 	}
 	ret = regcache_subscriber_create(&fb.sub);
@@ -479,7 +574,8 @@ rc_bridge_export int regcache_fabric_import(void)
 		atexit(stop_thread);
 	}
 	rc_bridge_info("regcache-fabric: libfabric's MR cache uses regcache "
-		       "monitor \"%s\"", regcache_monitor_name());
+		       "monitor \"%s\" (libfabric %u.%u)",
+		       regcache_monitor_name(), major, minor);
 	ret = 0;
 	goto out;
 destroy:
@@ -527,34 +623,53 @@ __attribute__((constructor)) static void fabric_bridge_init(void)
 /*
  * A libfabric loaded after the constructor (Open MPI dlopens its ofi
  * components, and with them libfabric, at MPI_Init) is first called through
- * fi_getinfo, fi_fabric or fi_open: no domain can exist before one of them,
- * and no libfabric lock is held when they are entered. Each is interposed,
- * in every symbol version libfabric 1.x exports, so that a caller bound to
- * an old version still reaches that version; the first call imports, then
+ * fi_getinfo, fi_fabric, fi_fabric2 or fi_open: no domain can exist before
+ * one of them, and no libfabric lock is held when they are entered. Each
+ * is interposed, in every symbol version libfabric 1.x and 2.x export
+ * (2.x adds fi_getinfo@FABRIC_1.7 and 1.8, and fi_fabric2@FABRIC_1.8, the
+ * default a program built against 2.x binds), so that a caller bound to
+ * any version still reaches that version; the first call imports, then
  * every call jumps to libfabric's own function.
  */
-enum entry { GETINFO_1_0, GETINFO_1_1, GETINFO_1_2, GETINFO_1_3, FABRIC_1_0,
-	     FABRIC_1_1, OPEN_1_5, NENTRIES };
+enum entry { GETINFO_1_0, GETINFO_1_1, GETINFO_1_2, GETINFO_1_3, GETINFO_1_7,
+	     GETINFO_1_8, FABRIC_1_0, FABRIC_1_1, FABRIC2_1_8, OPEN_1_5,
+	     NENTRIES };
 
 static const struct { const char *name, *version; } entries[NENTRIES] = {
 	[GETINFO_1_0] = { "fi_getinfo", "FABRIC_1.0" },
 	[GETINFO_1_1] = { "fi_getinfo", "FABRIC_1.1" },
 	[GETINFO_1_2] = { "fi_getinfo", "FABRIC_1.2" },
 	[GETINFO_1_3] = { "fi_getinfo", "FABRIC_1.3" },
+	[GETINFO_1_7] = { "fi_getinfo", "FABRIC_1.7" },
+	[GETINFO_1_8] = { "fi_getinfo", "FABRIC_1.8" },
 	[FABRIC_1_0] = { "fi_fabric", "FABRIC_1.0" },
 	[FABRIC_1_1] = { "fi_fabric", "FABRIC_1.1" },
+	[FABRIC2_1_8] = { "fi_fabric2", "FABRIC_1.8" },
 	[OPEN_1_5] = { "fi_open", "FABRIC_1.5" },
 };
 
 /* Jumped to by the trampolines below, in enum entry's order. */
 rc_bridge_hidden void *rc_fi_getinfo_1_0_real, *rc_fi_getinfo_1_1_real,
-	*rc_fi_getinfo_1_2_real, *rc_fi_getinfo_1_3_real, *rc_fi_fabric_1_0_real,
-	*rc_fi_fabric_1_1_real, *rc_fi_open_1_5_real;
+	*rc_fi_getinfo_1_2_real, *rc_fi_getinfo_1_3_real,
+	*rc_fi_getinfo_1_7_real, *rc_fi_getinfo_1_8_real,
+	*rc_fi_fabric_1_0_real, *rc_fi_fabric_1_1_real,
+	*rc_fi_fabric2_1_8_real, *rc_fi_open_1_5_real;
 static void **const real[NENTRIES] = {
-	&rc_fi_getinfo_1_0_real, &rc_fi_getinfo_1_1_real, &rc_fi_getinfo_1_2_real,
-	&rc_fi_getinfo_1_3_real, &rc_fi_fabric_1_0_real, &rc_fi_fabric_1_1_real,
-	&rc_fi_open_1_5_real,
+	&rc_fi_getinfo_1_0_real, &rc_fi_getinfo_1_1_real,
+	&rc_fi_getinfo_1_2_real, &rc_fi_getinfo_1_3_real,
+	&rc_fi_getinfo_1_7_real, &rc_fi_getinfo_1_8_real,
+	&rc_fi_fabric_1_0_real, &rc_fi_fabric_1_1_real,
+	&rc_fi_fabric2_1_8_real, &rc_fi_open_1_5_real,
 };
+
+/* What a call to a function the loaded libfabric lacks returns (only a
+ * caller that looked the bridge's definition up by name can make one: a
+ * caller bound to a version would not have loaded). Each interposed
+ * function returns an int. */
+static int missing(void)
+{
+	return -FI_ENOSYS;
+}
 
 static _Atomic bool entered;	/* resolved and imported (or not wanted) */
 static __thread bool entering;	/* this thread is resolving or importing */
@@ -576,7 +691,7 @@ static void resolve(void)
 
 		if (!p)
 			p = dlsym(h, entries[i].name);
-		*real[i] = p;
+		*real[i] = p ? p : (void *)missing;
 	}
 }
 
@@ -607,7 +722,10 @@ rc_bridge_hidden void rc_fabric_before_entry(void)
 ENTRY(rc_fi_getinfo_1_0, "fi_getinfo@FABRIC_1.0");
 ENTRY(rc_fi_getinfo_1_1, "fi_getinfo@FABRIC_1.1");
 ENTRY(rc_fi_getinfo_1_2, "fi_getinfo@FABRIC_1.2");
-ENTRY(rc_fi_getinfo_1_3, "fi_getinfo@@FABRIC_1.3");
+ENTRY(rc_fi_getinfo_1_3, "fi_getinfo@FABRIC_1.3");
+ENTRY(rc_fi_getinfo_1_7, "fi_getinfo@FABRIC_1.7");
+ENTRY(rc_fi_getinfo_1_8, "fi_getinfo@@FABRIC_1.8");
 ENTRY(rc_fi_fabric_1_0, "fi_fabric@FABRIC_1.0");
 ENTRY(rc_fi_fabric_1_1, "fi_fabric@@FABRIC_1.1");
+ENTRY(rc_fi_fabric2_1_8, "fi_fabric2@@FABRIC_1.8");
 ENTRY(rc_fi_open_1_5, "fi_open@@FABRIC_1.5");

@@ -10,6 +10,12 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_ext.h>
 
+/* The version of the libfabric that came with this component. */
+unsigned module_version(void)
+{
+	return fi_version();
+}
+
 /* A libfabric user's first call. */
 int module_first_call(void)
 {
