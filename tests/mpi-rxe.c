@@ -52,8 +52,8 @@ static int print_versions(void)
 	printf("mpi-rxe: MPI library: %s\n", mpi);
 	h = dlopen("libucp.so.0", RTLD_LAZY | RTLD_NOLOAD);
 	if (h) {
-		const char *(*ucp)(void) =
-			(const char *(*)(void))dlsym(h, "ucp_get_version_string");
+		const char *(*ucp)(void) = (const char *(*)(void))dlsym(
+			h, "ucp_get_version_string");
 
 		printf("mpi-rxe: UCX %s loaded\n", ucp ? ucp() : "(unknown)");
 		ucx = true;
@@ -61,10 +61,12 @@ static int print_versions(void)
 	}
 	h = dlopen("libfabric.so.1", RTLD_LAZY | RTLD_NOLOAD);
 	if (h) {
-		uint32_t (*fiv)(void) = (uint32_t (*)(void))dlsym(h, "fi_version");
+		uint32_t (*fiv)(void) =
+			(uint32_t (*)(void))dlsym(h, "fi_version");
 		uint32_t v = fiv ? fiv() : 0;
 
-		printf("mpi-rxe: libfabric %u.%u loaded\n", v >> 16, v & 0xffff);
+		printf("mpi-rxe: libfabric %u.%u loaded\n", v >> 16,
+		       v & 0xffff);
 		fabric = true;
 		dlclose(h);
 	}

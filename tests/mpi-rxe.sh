@@ -43,7 +43,8 @@ export MPI_RXE_NEEDS
 case "$stack" in
 ucx|ofi)
 	command -v mpirun >/dev/null ||
-		{ echo "mpirun missing: apt-get install openmpi-bin (FAIL)"; exit 1; }
+		{ echo "mpirun missing: apt-get install openmpi-bin (FAIL)"
+		  exit 1; }
 	if [ "$stack" = ucx ]; then
 		set -- --mca pml ucx --mca btl self --mca osc ^ucx "$@"
 		for e in $ucx_env; do set -- -x "$e" "$@"; done
@@ -57,7 +58,8 @@ ucx|ofi)
 		# segmentation through rxm's own bounce buffers.
 		set -- --mca pml cm --mca mtl ofi --mca btl self \
 			--mca mtl_ofi_provider_include "verbs;ofi_rxm" \
-			-x FI_PROVIDER="verbs;ofi_rxm" -x FI_VERBS_DEVICE_NAME="$dev" \
+			-x FI_PROVIDER="verbs;ofi_rxm" \
+			-x FI_VERBS_DEVICE_NAME="$dev" \
 			-x FI_UNIVERSE_SIZE=16 -x FI_OFI_RXM_SAR_LIMIT=8192 "$@"
 	fi
 	for v in $passed; do
@@ -68,7 +70,8 @@ ucx|ofi)
 mpich)
 	mpiexec=${MPIEXEC_MPICH:-mpiexec.mpich}
 	command -v "$mpiexec" >/dev/null ||
-		{ echo "$mpiexec missing: apt-get install mpich (FAIL)"; exit 1; }
+		{ echo "$mpiexec missing: apt-get install mpich (FAIL)"
+		  exit 1; }
 	# Both ranks on this node would talk through shared memory, which
 	# registers nothing: NOLOCAL sends them through the netmod.
 	set -- -genv MPIR_CVAR_NOLOCAL 1 "$@"

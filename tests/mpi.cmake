@@ -32,7 +32,8 @@ function(regcache_mpi_rxe_tests stack prog)
     SKIP_RETURN_CODE 77 TIMEOUT 900 LABELS "rdma;mpi;bridge")
   foreach(m bpf userfaultfd)
     set(line "${mpi_line_${stack}} \"${m}\"")
-    add_test(NAME mpi-rxe-${stack}-run@${m} COMMAND ${cmd} ${mpi_run} clean ${stack})
+    add_test(NAME mpi-rxe-${stack}-run@${m}
+      COMMAND ${cmd} ${mpi_run} clean ${stack})
     set_tests_properties(mpi-rxe-${stack}-run@${m} PROPERTIES
       ENVIRONMENT "REGCACHE_MONITOR=${m};REGCACHE_LOG=info"
       PASS_REGULAR_EXPRESSION "${line}.*${line}.*mpi-rxe: PASS"
@@ -60,12 +61,13 @@ if(PKG_CONFIG_FOUND)
 endif()
 find_program(TEST_MPIEXEC_MPICH NAMES mpiexec.mpich)
 if(TEST_MPICH_FOUND AND TEST_MPIEXEC_MPICH)
-  find_library(TEST_MPICH_LIB mpich HINTS ${TEST_MPICH_LIBRARY_DIRS} NO_DEFAULT_PATH)
+  find_library(TEST_MPICH_LIB mpich HINTS ${TEST_MPICH_LIBRARY_DIRS}
+    NO_DEFAULT_PATH)
 endif()
 if(TEST_MPICH_LIB)
   add_executable(mpi-rxe-mpich mpi-rxe.c lib/bridge_churn.c lib/rxe_mr_count.c)
-  target_include_directories(mpi-rxe-mpich PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/lib
-    ${TEST_MPICH_INCLUDE_DIRS})
+  target_include_directories(mpi-rxe-mpich PRIVATE
+    ${CMAKE_CURRENT_SOURCE_DIR}/lib ${TEST_MPICH_INCLUDE_DIRS})
   target_link_libraries(mpi-rxe-mpich PRIVATE ${TEST_MPICH_LIB}
     ${regcache_verbs_target} ${CMAKE_DL_LIBS})
   regcache_mpi_rxe_tests(mpich mpi-rxe-mpich)

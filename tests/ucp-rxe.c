@@ -298,7 +298,8 @@ static double median(double *v, unsigned n)
 static int bench_parent(int argc, char **argv)
 {
 	static char def_msgs[] = "2000", def_bytes[] = "65536";
-	static char hooks_mode[] = "bench-hooks", bridge_mode[] = "bench-bridge";
+	static char hooks_mode[] = "bench-hooks";
+	static char bridge_mode[] = "bench-bridge";
 	unsigned rounds = argc > 3 ? (unsigned)atoi(argv[3]) : 7;
 	char *msgs = argc > 4 ? argv[4] : def_msgs;
 	char *bytes = argc > 5 ? argv[5] : def_bytes;
