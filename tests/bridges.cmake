@@ -244,6 +244,20 @@ if(TEST_UCX_UCP AND regcache_verbs_target)
       PASS_REGULAR_EXPRESSION "corrupted: [1-9][0-9]* of [0-9]+ messages"
       SKIP_REGULAR_EXPRESSION "No RDMA device found"
       TIMEOUT 600 LABELS "rdma;ucx;bridge;monitor;bpf")
+    # The bridge's cost (issue 25's measure): messages per second through
+    # unchanged buffers, regcache-run against UCX's own hooks in the same
+    # run, medians of 7 rounds; must be >= 0.97x. Timing, so left out of
+    # the guest's CI subset (label bench only): run it by name.
+    if(scheme STREQUAL "get_zcopy")
+      add_test(NAME ucp-rxe-bench COMMAND ucp-rxe bench
+        ${PROJECT_BINARY_DIR}/tools/regcache-run)
+      set_tests_properties(ucp-rxe-bench PROPERTIES
+        ENVIRONMENT "${env};REGCACHE_MONITOR=bpf;REGCACHE_LOG=info"
+        PASS_REGULAR_EXPRESSION "UCX unmap events come from regcache monitor \"bpf\" [^\n]*before every lookup, UCX's libc hooks off.*ucp-rxe bench: PASS"
+        FAIL_REGULAR_EXPRESSION "FAIL"
+        SKIP_REGULAR_EXPRESSION "No RDMA device found"
+        TIMEOUT 1800 LABELS "bench")
+    endif()
     # An unprivileged rank: uid 65534, no capabilities, memlock unlimited
     # (UCX's own pools need more than Debian's 8 MiB), the node's regcached.
     if(TARGET regcached)
@@ -297,40 +311,8 @@ if(TEST_FABRIC_LINK_LIBRARIES AND regcache_verbs_target)
   endif()
 endif()
 
-# An Open MPI job of 2 ranks on this node (tests/mpi-rxe.sh), with the
-# middleware's own hooks (the negative control: 60 of 160 corrupted) and
-# under regcache-run (none), through pml ucx (rc_verbs, ud_verbs for the
-# wireup) and through pml cm + mtl ofi (libfabric's verbs;ofi_rxm). The
-# bridge's own line must be in the output of each rank, so that a run in
-# which the bridge stood back cannot pass.
-find_package(MPI COMPONENTS C QUIET)
-if(MPI_C_FOUND AND regcache_verbs_target)
-  add_executable(mpi-rxe mpi-rxe.c lib/bridge_churn.c lib/rxe_mr_count.c)
-  target_include_directories(mpi-rxe PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/lib)
-  target_link_libraries(mpi-rxe PRIVATE MPI::MPI_C ${regcache_verbs_target})
-  set(mpi_rxe ${CMAKE_CURRENT_SOURCE_DIR}/mpi-rxe.sh $<TARGET_FILE:mpi-rxe>)
-  set(mpi_run ${PROJECT_BINARY_DIR}/tools/regcache-run)
-  set(mpi_line_ucx "regcache-ucx: UCX unmap events come from regcache monitor")
-  set(mpi_line_ofi "regcache-fabric: libfabric's MR cache uses regcache monitor")
-  foreach(stack ucx ofi)
-    add_test(NAME mpi-rxe-${stack} COMMAND ${mpi_rxe} - stale ${stack})
-    # The registration count's negative control: the caches off.
-    add_test(NAME mpi-rxe-${stack}-nocache COMMAND ${mpi_rxe} - nocache ${stack})
-    set_tests_properties(mpi-rxe-${stack} mpi-rxe-${stack}-nocache PROPERTIES
-      SKIP_RETURN_CODE 77 TIMEOUT 900 LABELS "rdma;mpi;bridge")
-    foreach(m bpf userfaultfd)
-      set(line "${mpi_line_${stack}} \"${m}\"")
-      add_test(NAME mpi-rxe-${stack}-run@${m}
-        COMMAND ${mpi_rxe} ${mpi_run} clean ${stack})
-      set_tests_properties(mpi-rxe-${stack}-run@${m} PROPERTIES
-        ENVIRONMENT "REGCACHE_MONITOR=${m};REGCACHE_LOG=info"
-        PASS_REGULAR_EXPRESSION "${line}.*${line}.*mpi-rxe: PASS"
-        FAIL_REGULAR_EXPRESSION "FAIL"
-        SKIP_REGULAR_EXPRESSION "No RDMA device found"
-        TIMEOUT 900 LABELS "rdma;mpi;bridge;monitor;${m}")
-    endforeach()
-  endforeach()
-endif()
+# MPI jobs of 2 ranks over rxe (Open MPI, MPICH): tests/mpi.cmake.
+include(${CMAKE_CURRENT_LIST_DIR}/mpi.cmake)
 
 # The bridges are preloaded (LD_PRELOAD) ahead of ASan's runtime, which ASan
 # refuses by default; the order does not matter to what these tests check.

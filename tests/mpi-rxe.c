@@ -3,8 +3,9 @@
  * Description: an MPI job of 2 ranks over a real RDMA device sends
  * through buffers that are freed, unmapped, remapped and madvised between
  * messages, libc and raw syscalls (bridge_churn.c); rank 1 checks every
- * byte of every message. Started by tests/mpi-rxe.sh with Open MPI's
- * launcher, with or without regcache-run per rank.
+ * byte of every message. Started by tests/mpi-rxe.sh with Open MPI's or
+ * MPICH's launcher, with or without regcache-run per rank; built once
+ * against each MPI found (mpi-rxe: the default, mpi-rxe-mpich: MPICH).
  *
  *   mpi-rxe stale|clean|nocache [rounds] [bytes]
  *
@@ -14,10 +15,14 @@
  * while a message goes through the buffers that never change, from round
  * 2, each between barriers, and there must be none (and some for one
  * through a remapped buffer: the count's control in each run). nocache:
- * UCX's and libfabric's caches off (UCX_IB_REG_METHODS=direct,
+ * UCX's and libfabric's caches off (UCX_RCACHE_ENABLE=n for UCP's own
+ * cache, UCX_IB_REG_METHODS=direct for UCT's before UCX 1.14,
  * FI_MR_CACHE_MAX_COUNT=0), the count's negative control: at least one
- * registration for each such message, none corrupted.
+ * registration for each such message, none corrupted. Rank 1 prints the
+ * MPI library and the UCX and libfabric that the job loaded.
  */
+#include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +31,55 @@
 
 #include "bridge_churn.h"
 #include "rxe_mr_count.h"
+
+/*
+ * Print the MPI library's first line, and the UCX and libfabric loaded in
+ * this process (asked of the copies already loaded: RTLD_NOLOAD). Return
+ * 1 (printed with FAIL) when the one that $MPI_RXE_NEEDS names ("ucx",
+ * "libfabric"; set by mpi-rxe.sh for its stack) is not loaded: the job
+ * then ran on another transport than the test is about.
+ */
+static int print_versions(void)
+{
+	const char *needs = getenv("MPI_RXE_NEEDS");
+	char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
+	bool ucx = false, fabric = false;
+	int n = 0;
+	void *h;
+
+	MPI_Get_library_version(mpi, &n);
+	mpi[strcspn(mpi, "\n")] = '\0';
+	printf("mpi-rxe: MPI library: %s\n", mpi);
+	h = dlopen("libucp.so.0", RTLD_LAZY | RTLD_NOLOAD);
+	if (h) {
+		const char *(*ucp)(void) = (const char *(*)(void))dlsym(
+			h, "ucp_get_version_string");
+
+		printf("mpi-rxe: UCX %s loaded\n", ucp ? ucp() : "(unknown)");
+		ucx = true;
+		dlclose(h);
+	}
+	h = dlopen("libfabric.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	if (h) {
+		uint32_t (*fiv)(void) =
+			(uint32_t (*)(void))dlsym(h, "fi_version");
+		uint32_t v = fiv ? fiv() : 0;
+
+		printf("mpi-rxe: libfabric %u.%u loaded\n", v >> 16,
+		       v & 0xffff);
+		fabric = true;
+		dlclose(h);
+	}
+	if (!ucx && !fabric)
+		printf("mpi-rxe: neither UCX nor libfabric loaded\n");
+	fflush(stdout);
+	if (needs && ((!strcmp(needs, "ucx") && !ucx) ||
+		      (!strcmp(needs, "libfabric") && !fabric))) {
+		printf("mpi-rxe: %s is not loaded (FAIL)\n", needs);
+		return 1;
+	}
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -38,6 +92,9 @@ int main(int argc, char **argv)
 	struct mr_count count;
 
 	if (!caching) {	/* before the middleware reads its configuration */
+		/* UCX 1.14 dropped UCX_IB_REG_METHODS and warns that it
+		 * is unused; UCX is not loaded yet to be asked. */
+		setenv("UCX_RCACHE_ENABLE", "n", 1);
 		setenv("UCX_IB_REG_METHODS", "direct", 1);
 		setenv("FI_MR_CACHE_MAX_COUNT", "0", 1);
 	}
@@ -55,7 +112,7 @@ int main(int argc, char **argv)
 	/* While rank 0 waits, so that none of its registrations falls
 	 * between the first probes. */
 	MPI_Barrier(MPI_COMM_WORLD);
-	if (rank == 1 && mr_count_begin(&count))
+	if (rank == 1 && (print_versions() || mr_count_begin(&count)))
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	MPI_Barrier(MPI_COMM_WORLD);
 	for (unsigned r = 0; r < rounds && !fail; r++) {

@@ -195,13 +195,18 @@ static void keep_ucx_hooks(void *ucs)
  * Forwarding
  * ---------------------------------------------------------------------- */
 
+#define RC_UCX_ALL_END ((uintptr_t)1 << 57)
+
 static void forward(void *arg, uintptr_t start, uintptr_t end)
 {
 	(void)arg;
 	if (start == 0 && end == UINTPTR_MAX)
 		/* Everything: the whole user address space in any paging
-		 * mode, without letting UCX's addr + len wrap. */
-		end = (UINTPTR_MAX >> 1) & ~ub.page_mask;
+		 * mode (x86_64's 5-level paging ends below 2^56, arm64's
+		 * below 2^52). No larger: UCX (>= 1.12) sums the sizes of
+		 * the queued ranges in a size_t and asserts that it never
+		 * wraps; at 2^57 each, that takes 128 of them. */
+		end = RC_UCX_ALL_END;
 	ub.vm_munmap((void *)start, end - start);
 	atomic_fetch_add_explicit(&ub.forwarded, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ub.watch_epoch, 1, memory_order_release);
