@@ -1,6 +1,9 @@
 #!/bin/sh
 # Runs mpi-rxe as a 2-rank Open MPI job on this node (tests/bridges.cmake):
 #   mpi-rxe.sh PROGRAM RUN|- stale|clean|nocache ucx|ofi [mpirun options...]
+# MPI_RXE_NP: another even number of ranks, and mpirun options such as
+# -H node0,node1 spread them over nodes (tests/vm/nodes-mpi.sh); the
+# arguments after the program's mode (MPI_RXE_ARGS: rounds, bytes) go to it.
 # RUN is regcache-run (each rank started through it) or - (none). ucx:
 # pml ucx on rc_verbs; ofi: pml cm + mtl ofi on libfabric's verbs;ofi_rxm.
 # Skips (77) without an RDMA device. Everything Open MPI needs from the
@@ -50,5 +53,5 @@ done
 if [ "$run" = - ]; then
 	run=
 fi
-exec mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none "$@" \
-	$run "$prog" "$expect"
+exec mpirun --allow-run-as-root --oversubscribe -np "${MPI_RXE_NP:-2}" --bind-to none "$@" \
+	$run "$prog" "$expect" ${MPI_RXE_ARGS:-}
