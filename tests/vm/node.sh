@@ -81,6 +81,7 @@ while [ "$i" -lt "$nodes" ]; do
 		until out=$(su -s /bin/sh "$user" -c "ssh node$i true" 2>&1); do
 			if [ "$(cut -d. -f1 /proc/uptime)" -ge "$deadline" ]; then
 				say "node$i does not answer ssh as $user (its guest did not start, or its sshd did not): $out"
+				say "the wire as node0 sees it: $(ip -br addr | tr "\n" ";") / neighbours: $(ip neigh | tr '\n' ';') / $(grep eth0 /proc/net/dev)"
 				exit 1
 			fi
 			sleep 1

@@ -17,12 +17,14 @@
 #   - UCX's own hooks (no regcache-run): messages after raw syscalls
 #     corrupted (the negative control);
 #   - the caches off: every message through unchanged buffers registers.
-# NODES_MPI_ONLY (a pattern of the runs' names) picks some. Each run is
+# On demand (NODES_MPI_ONLY='4ranks'): regcached-get-4ranks, 2 ranks per
+# node (pairs 0-1 and 2-3 across the nodes).
+# NODES_MPI_ONLY (a pattern of the runs' names) picks others. Each run is
 # bounded (NODES_MPI_TIMEOUT, 600 s). Prints PASS or FAIL with each failed run.
 set -u
 cd "$(dirname "$0")/../.."
 build=$(realpath -m "${1:-build}")
-only=${NODES_MPI_ONLY:-.}
+only=${NODES_MPI_ONLY:-'^(regcached-(get|put|eager)|bpf-get|ucx-hooks|nocache)$'}
 limit=${NODES_MPI_TIMEOUT:-600}
 fails=
 say() { echo "nodes-mpi: $*"; }
@@ -46,16 +48,30 @@ done
 say "regcached serves /run/regcache/regcached.sock on node0 and node1"
 
 line='regcache-ucx: UCX unmap events come from regcache monitor'
-# NAME USER RUN MODE EXPECT_LINE [VAR=VALUE...]: one job, 1 rank per node.
+# What an unprivileged rank is: uid 65534, no capabilities, memlock
+# unlimited, on each node.
+ranks=$(timeout 120 ssh nobody@node0 "cd /tmp && mpirun -H $hosts --map-by node -np 2 \
+	sh -c 'echo \$(hostname) uid=\$(id -u) \$(grep CapEff /proc/self/status | tr -d \"\t\") memlock=\$(ulimit -l)'" 2>&1 | sort)
+echo "$ranks" | sed 's/^/  /'
+if [ "$ranks" != "$(printf '%s\n' "node0 uid=65534 CapEff:0000000000000000 memlock=unlimited" \
+	"node1 uid=65534 CapEff:0000000000000000 memlock=unlimited")" ]; then
+	say "FAIL the unprivileged ranks are not uid 65534 without capabilities and memlock unlimited"
+	fails="$fails ranks"
+fi
+
+# NAME USER RUN MODE EXPECT_LINE [VAR=VALUE...]: one job, 1 rank per node
+# (NP=4 among the variables: 2 per node).
 job() {
-	name=$1 user=$2 r=$3 mode=$4 want=$5
+	name=$1 user=$2 r=$3 mode=$4 want=$5 np=2
 	shift 5
+	h=$hosts
+	case " $* " in *" NP=4 "*) np=4 h=node0:2,node1:2 ;; esac
 	echo "$name" | grep -Eq "$only" || return 0
 	say "=== $name"
 	# Through ssh also for root: the ranks of both nodes get the same
 	# session (limits, environment) from sshd.
-	out=$(timeout "$limit" ssh "$user@node0" "cd $PWD && env MPI_RXE_NP=2 UCX_TLS=rc_verbs,ud_verbs,self \
-		UCX_IB_GID_INDEX=0 $* tests/mpi-rxe.sh $prog $r $mode ucx -H $hosts --map-by node \
+	out=$(timeout "$limit" ssh "$user@node0" "cd $PWD && env MPI_RXE_NP=$np UCX_TLS=rc_verbs,ud_verbs,self \
+		UCX_IB_GID_INDEX=${NODES_MPI_GID_INDEX:-0} $* tests/mpi-rxe.sh $prog $r $mode ucx -H $h --map-by node \
 		-x UCX_IB_GID_INDEX -x UCX_RNDV_SCHEME" 2>&1)
 	status=$?
 	echo "$out" | sed 's/^/  /'
@@ -63,7 +79,7 @@ job() {
 	[ $status = 0 ] || verdict="exit status $status"
 	echo "$out" | grep -q 'mpi-rxe: PASS' || verdict="no PASS line ($verdict)"
 	echo "$out" | grep -q 'FAIL' && verdict="a FAIL line ($verdict)"
-	if [ -n "$want" ] && [ "$(echo "$out" | grep -c "$want")" -lt 2 ]; then
+	if [ -n "$want" ] && [ "$(echo "$out" | grep -c "$want")" -lt "$np" ]; then
 		verdict="the bridge's line '$want' not from both ranks ($verdict)"
 	fi
 	if [ "$verdict" = ok ]; then say "ok   $name"; else say "FAIL $name: $verdict"; fails="$fails $name"; fi
@@ -73,7 +89,9 @@ job regcached-get nobody "$run" clean "$line \"regcached\"" \
 job regcached-put nobody "$run" clean "$line \"regcached\"" \
 	REGCACHE_MONITOR=regcached REGCACHE_LOG=info UCX_RNDV_SCHEME=put_zcopy
 job regcached-eager nobody "$run" clean "$line \"regcached\"" \
-	REGCACHE_MONITOR=regcached REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy MPI_RXE_ARGS="'21 4096'"
+	REGCACHE_MONITOR=regcached REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy MPI_RXE_ARGS="'21 4096 nocount'"
+job regcached-get-4ranks nobody "$run" clean "$line \"regcached\"" \
+	NP=4 REGCACHE_MONITOR=regcached REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy
 job bpf-get root "$run" clean "$line \"bpf\"" \
 	REGCACHE_MONITOR=bpf REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy
 job ucx-hooks root - stale "" UCX_RNDV_SCHEME=get_zcopy

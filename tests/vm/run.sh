@@ -168,7 +168,9 @@ modules_for() {
 # in a lone guest, virtio_net for the wire between guests (--nodes).
 # overlay gives the guest a writable root above the host's read-only one.
 wanted=(virtio_pci 9pnet_virtio 9p overlay crc32_generic rdma_rxe ib_uverbs rdma_ucm dummy virtio_net)
-initrd="$cache/initrd-$kver-$(printf '%s' "$kdir" | md5sum | cut -c1-8).cpio.gz"
+# Named by what it holds (the kernel, the modules, init.sh), so that
+# checkouts of different versions sharing the cache never use each other's.
+initrd="$cache/initrd-$kver-$({ printf '%s\n' "$kdir" "${wanted[*]}"; cat "$checkout/tests/vm/init.sh"; } | md5sum | cut -c1-8).cpio.gz"
 initrd_src="$checkout/tests/vm/init.sh"
 if [ ! -s "$initrd" ] || [ "$initrd" -ot "$initrd_src" ] || [ "$initrd" -ot "$0" ]; then
 	root=$(mktemp -d)
