@@ -38,13 +38,15 @@ prog=$build/tests/mpi-rxe run=$build/tools/regcache-run
 hosts=node0,node1
 
 # regcached on every node, the way deploy/systemd starts it.
-for n in node0 node1; do
+start_regcached() { # NODE
+	n=$1
 	ssh "$n" "mkdir -p -m 0755 /run/regcache && ulimit -l unlimited &&
-		{ nohup $build/tools/regcached -v >/tmp/regcached.log 2>&1 </dev/null & }
+		{ nohup $build/tools/regcached -v >>/tmp/regcached.log 2>&1 </dev/null & echo \$! >/run/regcache/pid; }
 		i=0; while [ ! -S /run/regcache/regcached.sock ] && [ \$i -lt 300 ]; do sleep 0.2; i=\$((i + 1)); done
 		[ -S /run/regcache/regcached.sock ]" ||
 		{ say "regcached did not start on $n (FAIL)"; ssh "$n" cat /tmp/regcached.log; exit 1; }
-done
+}
+for n in node0 node1; do start_regcached "$n"; done
 say "regcached serves /run/regcache/regcached.sock on node0 and node1"
 
 line='regcache-ucx: UCX unmap events come from regcache monitor'
@@ -92,6 +94,27 @@ job regcached-eager nobody "$run" clean "$line \"regcached\"" \
 	REGCACHE_MONITOR=regcached REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy MPI_RXE_ARGS="'21 4096 nocount'"
 job regcached-get-4ranks nobody "$run" clean "$line \"regcached\"" \
 	NP=4 REGCACHE_MONITOR=regcached REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy
+# On demand (NODES_MPI_ONLY=kill): kill -9 node1's regcached in the middle
+# of the job, then start it again as systemd's Restart=on-failure would
+# (RestartSec=1); the job must still end with 0 corrupted.
+if echo regcached-kill | grep -Eq "$only"; then
+	(sleep "${NODES_MPI_KILL_AFTER:-40}"
+	 ssh node1 'kill -9 $(cat /run/regcache/pid)' && say "killed regcached on node1 (kill -9)" &&
+		touch /tmp/nodes-mpi-killed
+	 sleep 1; (start_regcached node1) && say "regcached started again on node1") &
+	killer=$!
+	job regcached-kill nobody "$run" clean "$line \"regcached\"" \
+		REGCACHE_MONITOR=regcached REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy \
+		MPI_RXE_ARGS="'60 65536 nocount'"
+	# The kill must have come while the job ran.
+	[ -e /tmp/nodes-mpi-killed ] ||
+		{ say "FAIL regcached-kill: the job ended before the kill (NODES_MPI_KILL_AFTER)"; fails="$fails kill-timing"; }
+	wait $killer
+fi
+# On demand (NODES_MPI_ONLY=gid1): UCX on the IPv4 RoCEv2 GID (index 1)
+# instead of the link-local one, to see whether its UD wireup crosses.
+job gid1-get nobody "$run" clean "$line \"regcached\"" \
+	REGCACHE_MONITOR=regcached REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy UCX_IB_GID_INDEX=1
 job bpf-get root "$run" clean "$line \"bpf\"" \
 	REGCACHE_MONITOR=bpf REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy
 job ucx-hooks root - stale "" UCX_RNDV_SCHEME=get_zcopy
