@@ -98,14 +98,14 @@ job regcached-get-4ranks nobody "$run" clean "$line \"regcached\"" \
 # of the job, then start it again as systemd's Restart=on-failure would
 # (RestartSec=1); the job must still end with 0 corrupted.
 if echo regcached-kill | grep -Eq "$only"; then
-	(sleep "${NODES_MPI_KILL_AFTER:-40}"
+	(sleep "${NODES_MPI_KILL_AFTER:-20}"
 	 ssh node1 'kill -9 $(cat /run/regcache/pid)' && say "killed regcached on node1 (kill -9)" &&
 		touch /tmp/nodes-mpi-killed
 	 sleep 1; (start_regcached node1) && say "regcached started again on node1") &
 	killer=$!
 	job regcached-kill nobody "$run" clean "$line \"regcached\"" \
 		REGCACHE_MONITOR=regcached REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy \
-		MPI_RXE_ARGS="'60 65536 nocount'"
+		MPI_RXE_ARGS="'300 65536 nocount'"
 	# The kill must have come while the job ran.
 	[ -e /tmp/nodes-mpi-killed ] ||
 		{ say "FAIL regcached-kill: the job ended before the kill (NODES_MPI_KILL_AFTER)"; fails="$fails kill-timing"; }
