@@ -13,5 +13,6 @@ case "$codename" in
 bookworm) echo libmimalloc2.0 ;;
 *) echo libmimalloc3 libclang-rt-19-dev ;;
 esac
-# The guests of tests/vm/ (busybox and kmod pack their initramfs).
-echo qemu-system-x86 busybox-static cpio kmod
+# The guests of tests/vm/ (busybox and kmod pack their initramfs; sshd is
+# the launcher between the guests of run.sh --nodes, started only there).
+echo qemu-system-x86 busybox-static cpio kmod openssh-server

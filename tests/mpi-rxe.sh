@@ -1,6 +1,9 @@
 #!/bin/sh
 # Runs mpi-rxe as a 2-rank MPI job on this node (tests/mpi.cmake):
 #   mpi-rxe.sh PROGRAM RUN|- stale|clean|nocache ucx|ofi|mpich [options...]
+# MPI_RXE_NP: another even number of ranks, and launcher options such as
+# -H node0,node1 spread them over nodes (tests/vm/nodes-mpi.sh); the
+# arguments after the program's mode (MPI_RXE_ARGS: rounds, bytes) go to it.
 # RUN is regcache-run (each rank started through it) or - (none). ucx:
 # Open MPI, pml ucx on rc_verbs; ofi: Open MPI, pml cm + mtl ofi on
 # libfabric's verbs;ofi_rxm; mpich: MPICH's Hydra ($MPIEXEC_MPICH, else
@@ -65,8 +68,9 @@ ucx|ofi)
 	for v in $passed; do
 		eval "[ -n \"\${$v+x}\" ]" && set -- "$@" -x "$v"
 	done
-	exec mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none \
-		"$@" $run "$prog" "$expect" ;;
+	exec mpirun --allow-run-as-root --oversubscribe \
+		-np "${MPI_RXE_NP:-2}" --bind-to none \
+		"$@" $run "$prog" "$expect" ${MPI_RXE_ARGS:-} ;;
 mpich)
 	mpiexec=${MPIEXEC_MPICH:-mpiexec.mpich}
 	command -v "$mpiexec" >/dev/null ||
@@ -80,6 +84,7 @@ mpich)
 		eval "[ -n \"\${$v+x}\" ]" &&
 			eval "set -- \"\$@\" -genv $v \"\$$v\""
 	done
-	exec "$mpiexec" -launcher fork -n 2 "$@" $run "$prog" "$expect" ;;
+	exec "$mpiexec" -launcher fork -n "${MPI_RXE_NP:-2}" "$@" \
+		$run "$prog" "$expect" ${MPI_RXE_ARGS:-} ;;
 *) echo "mpi-rxe.sh: stack ucx, ofi or mpich, not $stack"; exit 2 ;;
 esac

@@ -122,12 +122,27 @@ void mr_count_msg_begin(struct mr_count *m)
 	count_since(m);
 }
 
+void mr_count_close(struct mr_count *m)
+{
+	close_device(m);
+}
+
+long mr_count_msg_regs(struct mr_count *m)
+{
+	return count_since(m);
+}
+
 void mr_count_msg_end(struct mr_count *m, int kind)
 {
-	long regs = count_since(m);
+	mr_count_msg_record(m, kind, count_since(m));
+}
 
-	if (regs < 0)
+void mr_count_msg_record(struct mr_count *m, int kind, long regs)
+{
+	if (regs < 0) {
+		m->sequential = false;	/* a count failed: nothing counts */
 		return;
+	}
 	if (kind == CHURN_NONE) {
 		m->stable_regs += regs;
 		m->stable++;

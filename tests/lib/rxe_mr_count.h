@@ -59,6 +59,16 @@ void mr_count_msg_begin(struct mr_count *m);
 void mr_count_msg_end(struct mr_count *m, int kind);
 
 /*
+ * The same in two halves, for a message whose ends are on two nodes (two
+ * devices), each counted on its own: mr_count_msg_regs() on each, then
+ * mr_count_msg_record() of their sum (-1 when either failed) on one.
+ */
+long mr_count_msg_regs(struct mr_count *m);
+void mr_count_msg_record(struct mr_count *m, int kind, long regs);
+/* Close the device of a count that is not judged here. */
+void mr_count_close(struct mr_count *m);
+
+/*
  * The verdict on a churn loop of @rounds rounds over the device, printed
  * under @test: first the count, then churn_verdict(@rx, @test, @title,
  * @expect_stale, @stale_expected). Every counted message must have been

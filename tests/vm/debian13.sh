@@ -39,8 +39,27 @@ archive() { # the Debian archive this machine's APT sources use
 	echo "$u"
 }
 
+root_pkgs() { # the root's packages, comma-separated
+	echo "$(.ci/packages.sh trixie | tr -s ' \n' ',' | sed 's/,$//'),mpich,libmpich-dev,git,python3"
+}
+
 make_root() {
 	[ "$(id -u)" = 0 ] || die "making the root needs root"
+	# The packages the root was made with: a root made before a package
+	# was added gets it with apt-get inside it (root_pkgs, below).
+	if [ -e "$root/.complete" ] && [ "$(cat "$root/.complete")" != "$(root_pkgs)" ]; then
+		echo "=== adding packages to the Debian 13 root" >&2
+		# policy-rc.d (the root's own, removed after) keeps the packages'
+		# scripts from starting services (sshd) in the chroot.
+		printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+		chmod +x "$root/usr/sbin/policy-rc.d"
+		in_root sh -c "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -q --no-install-recommends $(root_pkgs | tr ',' ' ') >/dev/null &&
+			rm -rf /var/lib/apt/lists/*" || { rm -f "$root/usr/sbin/policy-rc.d"
+			die "apt-get install in the Debian 13 root failed (delete $root to make it anew)"; }
+		rm -f "$root/usr/sbin/policy-rc.d"
+		root_pkgs >"$root/.complete"
+	fi
 	if [ ! -e "$root/.complete" ]; then
 		command -v mmdebstrap >/dev/null ||
 			apt-get install -y -q --no-install-recommends mmdebstrap >&2 ||
@@ -48,14 +67,13 @@ make_root() {
 		rm -rf "$root" "$root.tmp"
 		mkdir -p "$cache"
 		local pkgs
-		pkgs=$(.ci/packages.sh trixie | tr -s ' \n' ',' | sed 's/,$//')
-		pkgs+=",mpich,libmpich-dev,git,python3"
+		pkgs=$(root_pkgs)
 		echo "=== making the Debian 13 root in $root (a few minutes)" >&2
 		mmdebstrap --variant=apt --include="$pkgs" trixie "$root.tmp" \
 			"deb $(archive) trixie main" >&2 ||
 			die "mmdebstrap failed (see above)"
 		mv "$root.tmp" "$root"
-		touch "$root/.complete"
+		echo "$pkgs" >"$root/.complete"
 	fi
 	kernel_deb >/dev/null
 }

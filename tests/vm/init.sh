@@ -65,11 +65,21 @@ mkdir -p /host/lib/modules/"$kver" &&
 	mount -t 9p -o "$p9,ro" kmods /host/lib/modules/"$kver"
 mkdir -p /host/run/regcache-vm && mount --bind /vmio /host/run/regcache-vm
 
-hostname "$(cat /host/etc/hostname 2>/dev/null || echo regcache-vm)"
 ip link set lo up || fail "cannot bring up lo"
-ip link set dummy0 up || fail "no dummy0"
-ip addr add 10.77.0.1/24 dev dummy0
-chroot /host rdma link add rxe0 type rxe netdev dummy0 >/dev/ttyS0 2>&1 ||
+if [ "${nodes:-1}" -gt 1 ]; then
+	# One of several guests (run.sh --nodes): its NIC is on the wire
+	# between them, the only one; tests/vm/node.sh does the rest.
+	hostname "node$node"
+	netdev=eth0
+	ip link set eth0 up || fail "no eth0 (virtio_net loaded?)"
+	ip addr add "10.77.0.$((node + 1))/24" dev eth0
+else
+	hostname "$(cat /host/etc/hostname 2>/dev/null || echo regcache-vm)"
+	netdev=dummy0
+	ip link set dummy0 up || fail "no dummy0"
+	ip addr add 10.77.0.1/24 dev dummy0
+fi
+chroot /host rdma link add rxe0 type rxe netdev "$netdev" >/dev/ttyS0 2>&1 ||
 	fail "rdma link add rxe0 failed (rdma_rxe loaded? crc32_generic?)"
 
 # The output line is a serial tty: without this, every "\n" reaches the

@@ -8,6 +8,14 @@
 # initramfs is busybox-static and the kernel's own modules.
 #
 # Usage: tests/vm/run.sh [options] -- COMMAND [ARG...]
+#   --nodes N        N guests (default 1) joined by one private Ethernet wire
+#                    (QEMU -netdev dgram over Unix sockets in a temporary
+#                    directory; no host interface): node<i> is 10.77.0.<i+1>
+#                    on eth0 with rxe0 over it, every guest resolves
+#                    node0..node<N-1> and runs sshd with keys made for the
+#                    run, so mpirun and mpiexec reach the others over ssh
+#                    (tests/vm/node.sh); COMMAND runs on node0 once every
+#                    node answers ssh
 #   --kernel DEB|DIR|PACKAGE  a linux-image .deb, a directory it was unpacked
 #                    into (boot/vmlinuz-*, lib/modules/*; or, as Debian 13
 #                    packages it, usr/lib/modules/*/vmlinuz), or a package name
@@ -37,7 +45,7 @@ set -euo pipefail
 die() { echo "tests/vm/run.sh: $*" >&2; exit 125; }
 
 kernel=linux-image-amd64 accel=auto cpus=2 mem=2G timeout=1800 console=0 print_kernel=0
-private_checkout=0 guest_root=/
+private_checkout=0 guest_root=/ nodes=1
 guest_env=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -49,6 +57,7 @@ while [ $# -gt 0 ]; do
 	--env) guest_env+=("$2"); shift 2 ;;
 	--console) console=1; shift ;;
 	--private-checkout) private_checkout=1; shift ;;
+	--nodes) nodes=$2; shift 2 ;;
 	--root) guest_root=$(realpath "$2"); shift 2 ;;
 	--print-kernel) print_kernel=1; shift ;;
 	--) shift; break ;;
@@ -57,11 +66,16 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || [ "$print_kernel" = 1 ] || die "no command (usage: run.sh [options] -- COMMAND...)"
 case "$accel" in auto|kvm|tcg) ;; *) die "--accel auto|kvm|tcg, not $accel" ;; esac
+case "$nodes" in ''|*[!0-9]*) die "--nodes takes a number, not '$nodes'" ;; esac
+[ "$nodes" -ge 1 ] && [ "$nodes" -le 200 ] || die "--nodes 1..200, not $nodes"
 
 for tool in qemu-system-x86_64 busybox cpio depmod modprobe; do
 	command -v "$tool" >/dev/null ||
 		die "$tool is missing: apt-get install qemu-system-x86 busybox-static cpio kmod"
 done
+# Each run's ssh keys are made on the host, in the run's private directory.
+[ "$nodes" = 1 ] || command -v ssh-keygen >/dev/null ||
+	die "ssh-keygen is missing (--nodes): apt-get install openssh-client"
 busybox_bin=$(command -v busybox)
 file -L "$busybox_bin" 2>/dev/null | grep -q 'statically linked' ||
 	die "$busybox_bin is not static: apt-get install busybox-static"
@@ -150,10 +164,13 @@ modules_for() {
 }
 # 9p over virtio to reach the host; rxe and its crc32 (without
 # crc32_generic, rdma_rxe fails with only "failed to add"); rdma_ucm for
-# librdmacm (UCX's and libfabric's connection setup); dummy for rxe's netdev.
+# librdmacm (UCX's and libfabric's connection setup); dummy for rxe's netdev
+# in a lone guest, virtio_net for the wire between guests (--nodes).
 # overlay gives the guest a writable root above the host's read-only one.
-wanted=(virtio_pci 9pnet_virtio 9p overlay crc32_generic rdma_rxe ib_uverbs rdma_ucm dummy)
-initrd="$cache/initrd-$kver-$(printf '%s' "$kdir" | md5sum | cut -c1-8).cpio.gz"
+wanted=(virtio_pci 9pnet_virtio 9p overlay crc32_generic rdma_rxe ib_uverbs rdma_ucm dummy virtio_net)
+# Named by what it holds (the kernel, the modules, init.sh), so that
+# checkouts of different versions sharing the cache never use each other's.
+initrd="$cache/initrd-$kver-$({ printf '%s\n' "$kdir" "${wanted[*]}"; cat "$checkout/tests/vm/init.sh"; } | md5sum | cut -c1-8).cpio.gz"
 initrd_src="$checkout/tests/vm/init.sh"
 if [ ! -s "$initrd" ] || [ "$initrd" -ot "$initrd_src" ] || [ "$initrd" -ot "$0" ]; then
 	root=$(mktemp -d)
@@ -190,11 +207,19 @@ if [ ! -s "$initrd" ] || [ "$initrd" -ot "$initrd_src" ] || [ "$initrd" -ot "$0"
 fi
 
 # --- what the guest runs -------------------------------------------------
-io=$(mktemp -d)
+# One directory per guest (its vmio share) under a private one (mktemp:
+# mode 0700), which also holds the wire's sockets and the run's ssh keys.
+top=$(mktemp -d)
+io=$top/node0
+mkdir "$io"
 qemu_pid=
+worker_pids=()
 cleanup() {
-	[ -z "$qemu_pid" ] || kill "$qemu_pid" 2>/dev/null || true
-	rm -rf "$io"
+	local p
+	for p in $qemu_pid "${worker_pids[@]+"${worker_pids[@]}"}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	rm -rf "$top"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -211,25 +236,62 @@ cwd=$(pwd -P)
 	# Stress tests shrink their counts under emulation (tests/helpers.h).
 	[ -n "${REGCACHE_TEST_SLOWDOWN:-}" ] ||
 		echo 'grep -q "regcache_vm_accel=tcg" /proc/cmdline && export REGCACHE_TEST_SLOWDOWN=4'
+	# More than one guest: every node is set up (addresses, names, sshd)
+	# and node0 waits for the others to answer ssh before COMMAND.
+	[ "$nodes" = 1 ] || printf 'sh %q || exit 125\n' "$checkout/tests/vm/node.sh"
 	printf 'cd %q 2>/dev/null || { echo "tests/vm: %q is not in the guest (the guest has its own /tmp, /run, /dev/shm); running in /" >&2; cd /; }\n' "$cwd" "$cwd"
 	printf 'exec'; printf ' %q' "$@"; echo
 } >"$io/command.sh"
 # What init needs from the host: where the checkout and the kernel's
 # modules are, in the host's paths.
-printf 'checkout=%q\nmoddir=%q\nkver=%q\nprivate_checkout=%s\n' \
-	"$checkout" "$moddir" "$kver" "$private_checkout" >"$io/guest.conf"
+printf 'checkout=%q\nmoddir=%q\nkver=%q\nprivate_checkout=%s\nnode=0\nnodes=%s\n' \
+	"$checkout" "$moddir" "$kver" "$private_checkout" "$nodes" >"$io/guest.conf"
+if [ "$nodes" -gt 1 ]; then
+	# The run's keys: one host key for every node, one user key that root
+	# and uid 65534 use on every node (tests/vm/node.sh installs them).
+	mkdir "$top/ssh" "$top/wire"
+	ssh-keygen -q -t ed25519 -N '' -C regcache-vm-host -f "$top/ssh/host_key" ||
+		die "ssh-keygen failed"
+	ssh-keygen -q -t ed25519 -N '' -C regcache-vm-user -f "$top/ssh/id" ||
+		die "ssh-keygen failed"
+	cp -r "$top/ssh" "$io/ssh"
+	for ((i = 1; i < nodes; i++)); do
+		mkdir "$top/node$i"
+		cp -r "$top/ssh" "$top/node$i/ssh"
+		sed "s/^node=0\$/node=$i/" "$io/guest.conf" >"$top/node$i/guest.conf"
+		{
+			echo "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+			printf 'sh %q || exit 125\n' "$checkout/tests/vm/node.sh"
+			echo 'exec sleep 100000'
+		} >"$top/node$i/command.sh"
+	done
+fi
+# The wire: with 2 guests, two datagram sockets addressed to each other;
+# with more, each guest's socket talks to its own port of a hub (one more
+# QEMU with no machine, whose ports are joined by its hub 0).
+netdev_args() { # NODE -> QEMU arguments of the guest's NIC, if any
+	local i=$1 peer
+	[ "$nodes" -gt 1 ] || return 0
+	if [ "$nodes" = 2 ]; then peer=$top/wire/g$((1 - i)); else peer=$top/wire/h$i; fi
+	printf '%s\n' -netdev "dgram,id=wire,local.type=unix,local.path=$top/wire/g$i,remote.type=unix,remote.path=$peer" \
+		-device "virtio-net-pci,netdev=wire,mac=52:54:00:77:00:$(printf %02x $((i + 1)))"
+}
 
 co_ro=
 [ "$private_checkout" = 0 ] || co_ro=,readonly=on
-boot() { # ACCEL -> starts qemu in the background, sets qemu_pid
+boot() { # ACCEL [NODE] -> starts qemu in the background, sets qemu_pid
 	# One host thread runs every vCPU: with a thread per vCPU
 	# (thread=multi), a vCPU running syscall_trace_enter while the other
 	# patched its static branch (a tracepoint attached or detached) spun
 	# there until the soft-lockup watchdog fired (6.1 guest, RIP on the
 	# patched jump, text_poke_bp's IPI in the trace).
-	local args=(-accel tcg,thread=single -cpu max)
+	local args=(-accel tcg,thread=single -cpu max) node=${2:-0} io=$io net
 	[ "$1" = kvm ] && args=(-accel kvm -cpu host)
+	[ "$node" = 0 ] || io=$top/node$node
+	mapfile -t net < <(netdev_args "$node")
+	args+=("${net[@]+"${net[@]}"}")
 	: >"$io/console.log"; : >"$io/output"; rm -f "$io/status" "$io/booted"
+	rm -f "$top/wire/g$node"
 	qemu-system-x86_64 "${args[@]}" -smp "$cpus" -m "$mem" \
 		-nodefaults -no-user-config -display none -no-reboot \
 		-kernel "$vmlinuz" -initrd "$initrd" \
@@ -241,8 +303,12 @@ boot() { # ACCEL -> starts qemu in the background, sets qemu_pid
 		-virtfs "local,path=$io,mount_tag=vmio,security_model=none" \
 		-device virtio-rng-pci \
 		</dev/null >"$io/qemu.log" 2>&1 &
-	qemu_pid=$!
-	disown "$qemu_pid" # its end is found by polling; bash need not report it
+	if [ "$node" = 0 ]; then
+		qemu_pid=$!
+	else
+		worker_pids+=($!)
+	fi
+	disown $! # its end is found by polling; bash need not report it
 }
 # Waits until the guest wrote FILE, QEMU ended, or SECONDS passed.
 wait_for() { # FILE SECONDS
@@ -299,7 +365,23 @@ if [ "$use" = kvm ] && ! wait_for booted 30; then
 	boot tcg
 fi
 [ "$use" = kvm ] && why="KVM boots guests here"
-echo "tests/vm: kernel $kver, $use ($why), $cpus CPUs, $mem" >&2
+hub_pid=
+if [ "$nodes" -gt 1 ]; then
+	for ((i = 1; i < nodes; i++)); do boot "$use" "$i"; done
+	if [ "$nodes" -gt 2 ]; then
+		hub=()
+		for ((i = 0; i < nodes; i++)); do
+			hub+=(-netdev "dgram,id=p$i,local.type=unix,local.path=$top/wire/h$i,remote.type=unix,remote.path=$top/wire/g$i"
+				-netdev "hubport,id=hp$i,hubid=0,netdev=p$i")
+		done
+		qemu-system-x86_64 -machine none -nodefaults -no-user-config -display none \
+			"${hub[@]}" </dev/null >"$top/hub.log" 2>&1 &
+		hub_pid=$!
+		worker_pids+=("$hub_pid")
+		disown "$hub_pid"
+	fi
+fi
+echo "tests/vm: kernel $kver, $use ($why), $cpus CPUs, $mem$([ "$nodes" = 1 ] || echo ", $nodes guests on a private wire")" >&2
 
 # Stream the command's output while it runs.
 tail -n +1 -F "$io/output" 2>/dev/null &
@@ -316,9 +398,31 @@ booted_at=$(cat "$io/booted" 2>/dev/null || true)
 # Let the guest power off by itself, then give tail a moment to drain.
 for _ in $(seq 50); do kill -0 "$qemu_pid" 2>/dev/null || break; sleep 0.1; done
 stop_guest
+# The other nodes only serve node0: they end with it. One that stopped
+# early (it never booted, or its setup failed) shows its console.
+workers_gone=
+for ((i = 1; i < nodes; i++)); do
+	p=${worker_pids[$((i - 1))]}
+	kill -0 "$p" 2>/dev/null || workers_gone+=" node$i"
+	kill "$p" 2>/dev/null || true
+done
+[ -z "$hub_pid" ] || kill -0 "$hub_pid" 2>/dev/null || workers_gone+=" the hub"
+[ -z "$hub_pid" ] || kill "$hub_pid" 2>/dev/null || true
+worker_pids=()
 sleep 0.3
 kill "$tail_pid" ${console_pid:+"$console_pid"} 2>/dev/null || true
 wait "$tail_pid" 2>/dev/null || true
+if [ -n "$workers_gone" ]; then
+	echo "tests/vm/run.sh: stopped before node0 was done:$workers_gone" >&2
+	for ((i = 1; i < nodes; i++)); do
+		case "$workers_gone " in *" node$i "*) ;; *) continue ;; esac
+		echo "--- node$i's console (last lines):" >&2
+		tail -n 30 "$top/node$i/console.log" >&2
+		[ ! -s "$top/node$i/output" ] || { echo "--- node$i's output:" >&2; cat "$top/node$i/output" >&2; }
+		[ ! -s "$top/node$i/qemu.log" ] || { echo "--- node$i's qemu:" >&2; cat "$top/node$i/qemu.log" >&2; }
+	done
+	[ -z "$hub_pid" ] || [ ! -s "$top/hub.log" ] || { echo "--- the hub:" >&2; cat "$top/hub.log" >&2; }
+fi
 if [ -n "$reason" ]; then
 	echo "tests/vm/run.sh: $reason; the kernel's last lines:" >&2
 	tail -n 80 "$io/console.log" >&2
@@ -326,5 +430,11 @@ if [ -n "$reason" ]; then
 	exit 125
 fi
 status=$(cat "$io/status")
-echo "tests/vm: guest up in ${booted_at:-?} s, done in $((SECONDS - start)) s, exit status $status" >&2
+up="guest up in ${booted_at:-?} s"
+if [ "$nodes" -gt 1 ]; then
+	up="guests up in ${booted_at:-?}"
+	for ((i = 1; i < nodes; i++)); do up+=", $(cat "$top/node$i/booted" 2>/dev/null || echo '?')"; done
+	up+=" s (at their init)"
+fi
+echo "tests/vm: $up, done in $((SECONDS - start)) s, exit status $status" >&2
 exit "$status"
