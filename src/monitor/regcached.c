@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "../budget.h"
+#include "../abi/fdpass.h"
 #include "../daemon/protocol.h"
 #include "../log.h"
 #include "bpf/rc_bpf_abi.h"
@@ -174,44 +175,22 @@ static int connect_daemon(const char *path)
 static int call(int sock, struct rcd_request *q, int fd_in, struct rcd_reply *r,
 		int *fd_out)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { q, sizeof(*q) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cm;
+	int fds[RC_FDPASS_MAX], nfds;
 	ssize_t n;
 
 	q->magic = RCD_MAGIC;
 	q->version = RCD_VERSION;
-	if (fd_in >= 0) {
-		memset(cbuf, 0, sizeof(cbuf));
-		m.msg_control = cbuf;
-		m.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd_in, sizeof(int));
-	}
-	if (sendmsg(sock, &m, MSG_NOSIGNAL) != sizeof(*q))
+	if (rc_fd_send(sock, q, sizeof(*q), fd_in, MSG_NOSIGNAL) != sizeof(*q))
 		return -EPIPE;
-	iov.iov_base = r;
-	iov.iov_len = sizeof(*r);
-	memset(cbuf, 0, sizeof(cbuf));
-	m.msg_control = cbuf;
-	m.msg_controllen = sizeof(cbuf);
 	do
-		n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+		n = rc_fd_recv(sock, r, sizeof(*r), 0, fds, &nfds, NULL);
 	while (n < 0 && errno == EINTR);
-	cm = n > 0 ? CMSG_FIRSTHDR(&m) : NULL;
-	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-	    cm->cmsg_len == CMSG_LEN(sizeof(int))) {
-		int fd;
-
-		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-		if (fd_out)
-			*fd_out = fd;
+	/* The daemon attaches at most one descriptor; more is not a reply. */
+	for (int i = 0; i < nfds; i++) {
+		if (nfds == 1 && fd_out)
+			*fd_out = fds[i];
 		else
-			close(fd);
+			close(fds[i]);
 	}
 	if (n != sizeof(*r) || r->magic != RCD_MAGIC || r->op != q->op)
 		return -EPIPE;
