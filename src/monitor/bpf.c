@@ -40,6 +40,7 @@
 #include <linux/membarrier.h>
 
 #include "../log.h"
+#include "../base/clock.h"
 #include "monitor.h"
 #include "bpf_files.h"
 #include "bpf_kernel.h"
@@ -182,14 +183,6 @@ static void facts_add(uint64_t start, uint64_t end, uint64_t gen)
 	rc_store_relaxed(&f->valid, true);
 	facts_write_end();
 	pthread_mutex_unlock(&facts.lock);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* The first warning libbpf printed during start() (usually the cause), for
@@ -567,7 +560,7 @@ static int start_programs(enum rc_bpf_attach want, double *t_load)
 	ret = load_programs(want);
 	if (ret)
 		return ret;
-	*t_load = now_ms();
+	*t_load = rc_now_ms();
 	/* Before attaching: without it a forked child could not drop the
 	 * parent's links, and would keep the programs attached. */
 	ebpf.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -603,7 +596,7 @@ static int bpf_start(struct rc_monitor *mon)
 	struct rlimit memlock;
 	enum rc_bpf_attach want;
 	const char *files_problem;
-	double t0 = now_ms(), t1 = t0;
+	double t0 = rc_now_ms(), t1 = t0;
 	int ret;
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
@@ -670,7 +663,7 @@ static int bpf_start(struct rc_monitor *mon)
 	rc_info("eBPF monitor: attach mode %s: %s",
 		rc_bpf_attach_name(ebpf.fit.mode), ebpf.fit.why);
 	rc_info("eBPF monitor: loaded in %.1f ms, attached and self-tested in "
-		"%.1f ms", t1 - t0, now_ms() - t1);
+		"%.1f ms", t1 - t0, rc_now_ms() - t1);
 	return 0;
 fail:
 	libbpf_set_print(old_print);
@@ -854,12 +847,12 @@ static void bpf_forked(struct rc_monitor *mon)
 
 static void bpf_stop(struct rc_monitor *mon)
 {
-	double t0 = now_ms();
+	double t0 = rc_now_ms();
 
 	mon->gen = &mon->queue_head;
 	teardown(false);
 	rc_debug("eBPF monitor: detached and unloaded in %.1f ms",
-		 now_ms() - t0);
+		 rc_now_ms() - t0);
 }
 
 /*

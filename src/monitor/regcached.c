@@ -42,6 +42,7 @@
 
 #include "../budget.h"
 #include "../abi/fdpass.h"
+#include "../base/clock.h"
 #include "../daemon/protocol.h"
 #include "../log.h"
 #include "bpf/rc_bpf_abi.h"
@@ -120,14 +121,6 @@ static void atfork_release(void)
 static void register_atfork(void)
 {
 	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 static const char *socket_path(void)
@@ -285,7 +278,7 @@ static int rcd_start(struct rc_monitor *mon)
 {
 	struct rcd_request q = { .op = RCD_REGISTER };
 	struct rcd_reply r;
-	double t0 = now_ms();
+	double t0 = rc_now_ms();
 	int ret;
 
 	pthread_once(&atfork_once, register_atfork);
@@ -328,7 +321,7 @@ static int rcd_start(struct rc_monitor *mon)
 	mon->backend = &rb;
 	mon->gen = rb.ring.gen;
 	rc_info("regcached: registered at %s (ring slot %u) in %.1f ms",
-		rb.path, r.slot, now_ms() - t0);
+		rb.path, r.slot, rc_now_ms() - t0);
 	return 0;
 fail:
 	teardown(false);
@@ -341,7 +334,7 @@ static void go_dead(struct rc_monitor *mon, const char *why)
 	if (rc_load_relaxed(&rb.dead))
 		return;
 	rc_store_relaxed(&rb.dead_gen, rc_load_relaxed(&rb.dead_gen) + 2);
-	rc_store_relaxed(&rb.dead_since_ms, (uint64_t)now_ms());
+	rc_store_relaxed(&rb.dead_since_ms, (uint64_t)rc_now_ms());
 	rc_store_release(&rb.dead, true);
 	atomic_store_explicit(&mon->gen, &rb.dead_gen, memory_order_release);
 	rc_warn("regcached: %s: every cached registration is dropped and new "
@@ -427,11 +420,11 @@ static int resume(struct rc_monitor *mon, bool *refused)
 
 	/* After a failed attempt, misses go pass-through for a while
 	 * instead of each paying a connect. */
-	if (now_ms() < rb.next_retry_ms)
+	if (rc_now_ms() < rb.next_retry_ms)
 		return -ENOTCONN;
 	sock = connect_daemon(rb.path);
 	if (sock < 0) {
-		rb.next_retry_ms = now_ms() + RCD_RETRY_MS;
+		rb.next_retry_ms = rc_now_ms() + RCD_RETRY_MS;
 		rb.dropped = 0;
 		return sock;
 	}
@@ -444,7 +437,7 @@ static int resume(struct rc_monitor *mon, bool *refused)
 		rb.dropped = unsure ? rb.dropped + 1 : 0;
 		*refused = !unsure || rb.dropped >= 2;
 		close(sock);
-		rb.next_retry_ms = now_ms() + RCD_RETRY_MS;
+		rb.next_retry_ms = rc_now_ms() + RCD_RETRY_MS;
 		rc_info("regcached: the daemon at %s did not take our ring "
 			"back (%s): registrations stay uncached", rb.path,
 			strerror(-ret));
@@ -460,7 +453,7 @@ static int resume(struct rc_monitor *mon, bool *refused)
 	if (rc_load_acquire(rb.ring.gen) == before) {
 		*refused = true;
 		close(sock);
-		rb.next_retry_ms = now_ms() + RCD_RETRY_MS;
+		rb.next_retry_ms = rc_now_ms() + RCD_RETRY_MS;
 		rc_info("regcached: the new daemon does not feed our ring");
 		return -ENOSYS;
 	}
@@ -484,7 +477,7 @@ static int resume(struct rc_monitor *mon, bool *refused)
  */
 static const char *give_up(bool refused, int err, char *why, size_t len)
 {
-	uint64_t gone = (uint64_t)now_ms() - rc_load_relaxed(&rb.dead_since_ms);
+	uint64_t gone = (uint64_t)rc_now_ms() - rc_load_relaxed(&rb.dead_since_ms);
 
 	if (rb.gave_up)
 		return NULL;
@@ -668,7 +661,7 @@ out:
 		 * fallback again after another grace period. */
 		pthread_mutex_lock(&rb.sock_lock);
 		rb.gave_up = false;
-		rc_store_relaxed(&rb.dead_since_ms, (uint64_t)now_ms());
+		rc_store_relaxed(&rb.dead_since_ms, (uint64_t)rc_now_ms());
 		pthread_mutex_unlock(&rb.sock_lock);
 	}
 	return ret;
