@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "log.h"
 #include "monitor.h"
 
@@ -605,37 +606,6 @@ static void waiter_register_atfork(void)
 	pthread_atfork(NULL, NULL, waiter_atfork_child);
 }
 
-static struct timespec deadline_after(clockid_t clock, int timeout_ms)
-{
-	struct timespec t;
-
-	clock_gettime(clock, &t);
-	t.tv_sec += timeout_ms / 1000;
-	t.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (t.tv_nsec >= 1000000000) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000;
-	}
-	return t;
-}
-
-/* Time left until @end on CLOCK_MONOTONIC, never negative. */
-static struct timespec time_left(const struct timespec *end)
-{
-	struct timespec now, left;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	left.tv_sec = end->tv_sec - now.tv_sec;
-	left.tv_nsec = end->tv_nsec - now.tv_nsec;
-	if (left.tv_nsec < 0) {
-		left.tv_sec--;
-		left.tv_nsec += 1000000000;
-	}
-	if (left.tv_sec < 0)
-		left = (struct timespec){ 0, 0 };
-	return left;
-}
-
 /* Arm (or disarm) the backend under the monitor lock, which orders this
  * with fork recovery and ->stop(). */
 static int arm_backend(bool on, int *fd)
@@ -676,7 +646,7 @@ static int sleep_until_change(const struct rc_monitor_cursor *cur,
 	atomic_store(&waiter.armed, true);
 	for (;;) {
 		struct timespec left = timeout_ms < 0 ? (struct timespec){ 0, 0 } :
-							 time_left(end);
+							 rc_time_left(end);
 		uint32_t bell;
 		uint64_t n;
 
@@ -722,7 +692,7 @@ out:
 
 int rc_monitor_wait(const struct rc_monitor_cursor *cur, int timeout_ms)
 {
-	struct timespec end = deadline_after(CLOCK_MONOTONIC, timeout_ms);
+	struct timespec end = rc_deadline_ms(CLOCK_MONOTONIC, timeout_ms);
 	int ret;
 
 	if (!rc_monitor_current(cur))
@@ -734,7 +704,7 @@ int rc_monitor_wait(const struct rc_monitor_cursor *cur, int timeout_ms)
 		/* Realtime, as sanitizers intercept timedlock but not
 		 * clocklock; a clock step only shortens or lengthens the wait
 		 * for the lock. */
-		struct timespec rt = deadline_after(CLOCK_REALTIME, timeout_ms);
+		struct timespec rt = rc_deadline_ms(CLOCK_REALTIME, timeout_ms);
 
 		ret = pthread_mutex_timedlock(&waiter.lock, &rt);
 	}

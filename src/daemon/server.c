@@ -34,6 +34,7 @@
 #include "log.h"
 #include "protocol.h"
 #include "server.h"
+#include "../abi/fdpass.h"
 #include "../monitor/vma.h"
 
 enum tag { TAG_LISTEN, TAG_CONN, TAG_PROC, TAG_SIGNAL };
@@ -75,23 +76,8 @@ static __u64 kdev(dev_t d)
 
 static int send_reply(struct rcd_conn *c, const struct rcd_reply *r, int fd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { (void *)r, sizeof(*r) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (fd >= 0) {
-		struct cmsghdr *cm;
-
-		memset(cbuf, 0, sizeof(cbuf));
-		m.msg_control = cbuf;
-		m.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
-	if (sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(*r)) {
+	if (rc_fd_send(c->fd, r, sizeof(*r), fd, MSG_NOSIGNAL | MSG_DONTWAIT) !=
+	    sizeof(*r)) {
 		rcd_info("pid %d: cannot reply (%s): closing", (int)c->pid,
 			 strerror(errno));
 		c->closing = true;
@@ -352,18 +338,14 @@ static void on_watch(struct server *s, struct rcd_conn *c,
 static void on_conn(struct server *s, struct rcd_conn *c, uint32_t events)
 {
 	for (;;) {
-		char cbuf[CMSG_SPACE(sizeof(int) * 4)];
 		struct rcd_request q;
-		struct iovec iov = { &q, sizeof(q) };
-		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-				    .msg_control = cbuf,
-				    .msg_controllen = sizeof(cbuf) };
-		int fds[8], nfds = 0;
+		int fds[RC_FDPASS_MAX], nfds, msg_flags;
 		ssize_t n;
 
 		if (c->closing)
 			return;
-		n = recvmsg(c->fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		n = rc_fd_recv(c->fd, &q, sizeof(q), MSG_DONTWAIT, fds, &nfds,
+			       &msg_flags);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				break;
@@ -372,22 +354,10 @@ static void on_conn(struct server *s, struct rcd_conn *c, uint32_t events)
 			c->closing = true;
 			return;
 		}
-		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm;
-		     cm = CMSG_NXTHDR(&m, cm)) {
-			if (cm->cmsg_level != SOL_SOCKET ||
-			    cm->cmsg_type != SCM_RIGHTS)
-				continue;
-			for (size_t i = 0; (i + 1) * sizeof(int) <=
-					   cm->cmsg_len - CMSG_LEN(0); i++)
-				if (nfds < 8)
-					memcpy(&fds[nfds++],
-					       CMSG_DATA(cm) + i * sizeof(int),
-					       sizeof(int));
-		}
 		if (n == 0) {
 			rcd_debug("pid %d: connection closed", (int)c->pid);
 			c->closing = true;
-		} else if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC) ||
+		} else if (msg_flags & (MSG_TRUNC | MSG_CTRUNC) ||
 			   n != sizeof(q)) {
 			hostile(c, "message of the wrong size");
 		} else if (q.magic != RCD_MAGIC || q.version != RCD_VERSION ||

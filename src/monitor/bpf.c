@@ -40,9 +40,11 @@
 #include <linux/membarrier.h>
 
 #include "../log.h"
+#include "../base/clock.h"
 #include "monitor.h"
 #include "bpf_files.h"
 #include "bpf_kernel.h"
+#include "ring.h"
 #include "vma.h"
 #include "rc_bpf_abi.h"
 #include "rc_monitor.skel.h"
@@ -62,11 +64,7 @@ static struct bpf_backend {
 	int null_fd;		/* replaces inherited link fds in a child */
 	__u32 tgid;		/* global tgid, as the programs see it */
 	size_t page;
-	_Atomic uint64_t *gen;	/* producer position: read-only page */
-	_Atomic uint64_t *cons;	/* consumer position: ours to write */
-	char *data;		/* records, mapped twice back to back */
-	char *data_map;		/* producer page + data, read-only */
-	size_t data_len;
+	struct rc_ring ring;	/* the process's ring; .gen is the generation */
 	uint64_t drops_seen;
 	bool file_hook;		/* page-cache removals are seen */
 	bool ignore_drops;	/* test only: rely on the headroom alone */
@@ -149,7 +147,7 @@ static void facts_forget_all(void)
  * contains @addr, or 0 (also when a writer got in the way). */
 static uintptr_t facts_lookup(uintptr_t addr)
 {
-	uint64_t gen = rc_load_acquire(ebpf.gen);
+	uint64_t gen = rc_load_acquire(ebpf.ring.gen);
 	uint32_t version = rc_load_acquire(&facts.version);
 	uintptr_t end = 0;
 
@@ -185,14 +183,6 @@ static void facts_add(uint64_t start, uint64_t end, uint64_t gen)
 	rc_store_relaxed(&f->valid, true);
 	facts_write_end();
 	pthread_mutex_unlock(&facts.lock);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* The first warning libbpf printed during start() (usually the cause), for
@@ -312,18 +302,11 @@ static void teardown(bool in_child)
 		rc_monitor_bpf__destroy(ebpf.skel);
 		ebpf.skel = NULL;
 	}
-	if (!in_child) {
-		/* In a child these were MADV_DONTFORK: the addresses may
-		 * already hold the child's own memory. */
-		if (ebpf.data_map)
-			munmap(ebpf.data_map, ebpf.data_len);
-		if (ebpf.cons)
-			munmap((void *)ebpf.cons, ebpf.page);
-		if (ebpf.gen)
-			munmap((void *)ebpf.gen, ebpf.page);
-	}
-	ebpf.data_map = ebpf.data = NULL;
-	ebpf.cons = ebpf.gen = NULL;
+	/* In a child the ring was forgotten by bpf_forked(): its consumer
+	 * and data pages were MADV_DONTFORK, and the addresses may already
+	 * hold the child's own memory. */
+	if (!in_child)
+		rc_ring_unmap(&ebpf.ring);
 	if (ebpf.ring_fd >= 0)
 		close(ebpf.ring_fd);
 	rc_vma_source_close(&ebpf.vmas);
@@ -369,86 +352,6 @@ static bool out_of_memory_for_btf(void)
 
 	btf__free(btf);
 	return err == ENOMEM;
-}
-
-/* Map the ring: the consumer page (ours, read-write), the producer page
- * alone (the generation; inherited by a child so a stale pointer stays
- * readable) and the producer page + data twice (records that wrap stay
- * contiguous). */
-static int map_ring(void)
-{
-	size_t size = RC_BPF_RING_BYTES;
-	void *p;
-
-	p = mmap(NULL, ebpf.page, PROT_READ | PROT_WRITE, MAP_SHARED, ebpf.ring_fd,
-		 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	ebpf.cons = p;
-	p = mmap(NULL, ebpf.page, PROT_READ, MAP_SHARED, ebpf.ring_fd, ebpf.page);
-	if (p == MAP_FAILED)
-		return -errno;
-	ebpf.gen = p;
-	ebpf.data_len = ebpf.page + 2 * size;
-	p = mmap(NULL, ebpf.data_len, PROT_READ, MAP_SHARED, ebpf.ring_fd, ebpf.page);
-	if (p == MAP_FAILED)
-		return -errno;
-	ebpf.data_map = p;
-	ebpf.data = ebpf.data_map + ebpf.page;
-	/* A child must never move the parent's consumer position. */
-	if (madvise((void *)ebpf.cons, ebpf.page, MADV_DONTFORK) ||
-	    madvise(ebpf.data_map, ebpf.data_len, MADV_DONTFORK))
-		return -errno;
-	return 0;
-}
-
-/* Wait for a record that a BPF program reserved (the generation already
- * moved) but has not committed yet. The program runs with preemption
- * disabled and never blocks, so this is a few hundred cycles unless an
- * interrupt hits it. */
-static uint32_t wait_committed(_Atomic uint32_t *hdr)
-{
-	uint32_t len;
-
-	for (unsigned spins = 0;; spins++) {
-		len = rc_load_acquire(hdr);
-		if (!(len & BPF_RINGBUF_BUSY_BIT))
-			return len;
-		if (spins < 1000)
-			__builtin_ia32_pause();
-		else
-			sched_yield();
-	}
-}
-
-/* Call fn on every committed record in [cons, prod); returns the position
- * after the last one. Waits for reserved records (see wait_committed). */
-static uint64_t ring_walk(uint64_t cons, uint64_t prod,
-			  void (*fn)(void *arg, uint64_t start, uint64_t end),
-			  void *arg)
-{
-	uint64_t mask = RC_BPF_RING_BYTES - 1;
-
-	while (cons < prod) {
-		_Atomic uint32_t *hdr = (_Atomic uint32_t *)(ebpf.data +
-							     (cons & mask));
-		uint32_t len = wait_committed(hdr);
-		uint32_t size = len & ~(BPF_RINGBUF_BUSY_BIT |
-					BPF_RINGBUF_DISCARD_BIT);
-
-		if (!(len & BPF_RINGBUF_DISCARD_BIT) &&
-		    size >= sizeof(struct rc_bpf_range)) {
-			const struct rc_bpf_range *rec =
-				(const void *)((char *)hdr + BPF_RINGBUF_HDR_SZ);
-
-			fn(arg, rec->start, rec->end);
-		}
-		cons += (size + BPF_RINGBUF_HDR_SZ + 7) & ~7ull;
-		/* Release: we read the record before the kernel may
-		 * reuse its space. */
-		rc_store_release(ebpf.cons, cons);
-	}
-	return cons;
 }
 
 /* Learn the tgid and mm the kernel reports for this process. getpid() is
@@ -504,7 +407,7 @@ static int self_test(__u64 mm)
 {
 	struct rc_bpf_proc st;
 	struct self_test_seen seen;
-	uint64_t before = rc_load_acquire(ebpf.gen);
+	uint64_t before = rc_load_acquire(ebpf.ring.gen);
 	void *p = mmap(NULL, ebpf.page, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -515,16 +418,15 @@ static int self_test(__u64 mm)
 	seen.end = (uintptr_t)p + ebpf.page;
 	seen.found = false;
 	/* Nothing of ours is cached yet: consume the test's records. */
-	ring_walk(rc_load_relaxed(ebpf.cons), rc_load_acquire(ebpf.gen),
-		  self_test_record, &seen);
+	rc_ring_walk(&ebpf.ring, self_test_record, &seen);
 	if (bpf_map_lookup_elem(bpf_map__fd(ebpf.skel->maps.procs_state),
 				&ebpf.tgid, &st))
 		return -errno;
-	if (rc_load_acquire(ebpf.gen) == before || !seen.found ||
+	if (rc_load_acquire(ebpf.ring.gen) == before || !seen.found ||
 	    st.mm != mm) {
 		rc_info("BPF programs are attached but did not record this "
 			"process's munmap (generation %s, range %s, mm %s)",
-			rc_load_acquire(ebpf.gen) == before ? "still" : "moved",
+			rc_load_acquire(ebpf.ring.gen) == before ? "still" : "moved",
 			seen.found ? "found" : "missing",
 			st.mm == mm ? "matches" : "differs");
 		return -ENOSYS;
@@ -658,7 +560,7 @@ static int start_programs(enum rc_bpf_attach want, double *t_load)
 	ret = load_programs(want);
 	if (ret)
 		return ret;
-	*t_load = now_ms();
+	*t_load = rc_now_ms();
 	/* Before attaching: without it a forked child could not drop the
 	 * parent's links, and would keep the programs attached. */
 	ebpf.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -668,7 +570,8 @@ static int start_programs(enum rc_bpf_attach want, double *t_load)
 				      RC_BPF_RING_BYTES, NULL);
 	if (ebpf.ring_fd < 0)
 		return ebpf.ring_fd;
-	ret = map_ring();
+	ebpf.ring.page = ebpf.page;
+	ret = rc_ring_map(&ebpf.ring, ebpf.ring_fd, RC_BPF_RING_BYTES);
 	if (ret)
 		return ret;
 	ret = rc_monitor_bpf__attach(ebpf.skel);
@@ -693,7 +596,7 @@ static int bpf_start(struct rc_monitor *mon)
 	struct rlimit memlock;
 	enum rc_bpf_attach want;
 	const char *files_problem;
-	double t0 = now_ms(), t1 = t0;
+	double t0 = rc_now_ms(), t1 = t0;
 	int ret;
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
@@ -756,11 +659,11 @@ static int bpf_start(struct rc_monitor *mon)
 	/* From here the hit path reads the producer position. The kernel
 	 * advances it (smp_store_release) when a stage reserves a record,
 	 * before the change it describes is made. */
-	mon->gen = ebpf.gen;
+	mon->gen = ebpf.ring.gen;
 	rc_info("eBPF monitor: attach mode %s: %s",
 		rc_bpf_attach_name(ebpf.fit.mode), ebpf.fit.why);
 	rc_info("eBPF monitor: loaded in %.1f ms, attached and self-tested in "
-		"%.1f ms", t1 - t0, now_ms() - t1);
+		"%.1f ms", t1 - t0, rc_now_ms() - t1);
 	return 0;
 fail:
 	libbpf_set_print(old_print);
@@ -828,16 +731,16 @@ static void pull_record(void *arg, uint64_t start, uint64_t end)
  */
 static void bpf_pull(struct rc_monitor *mon)
 {
-	uint64_t cons = rc_load_relaxed(ebpf.cons);
-	/* Acquire pairs with the kernel's release of producer_pos. */
-	uint64_t prod = rc_load_acquire(ebpf.gen);
+	uint64_t cons = rc_load_relaxed(ebpf.ring.cons), prod;
 	struct pull_batch b = { .mon = mon, .last_start = 1, .last_end = 0 };
 	struct rc_bpf_proc st;
 
 	/* Held across the walk: a fact added meanwhile could miss a record
-	 * that was checked before it existed. */
+	 * that was checked before it existed. The walk reads the producer
+	 * position once and returns it: every record in [cons, prod) was
+	 * checked. */
 	pthread_mutex_lock(&facts.lock);
-	ring_walk(cons, prod, pull_record, &b);
+	prod = rc_ring_walk(&ebpf.ring, pull_record, &b);
 	/* A record that did not fit: the producer position was already past
 	 * every adopted generation when it was lost (the ring was full), so
 	 * this pull runs for it; treat it as "everything" (design rule 5). */
@@ -899,7 +802,7 @@ static int bpf_watch(struct rc_monitor *mon, uintptr_t start, uintptr_t end)
 			continue;
 		}
 		/* Before the lookup: see the VMA facts. */
-		gen = rc_load_acquire(ebpf.gen);
+		gen = rc_load_acquire(ebpf.ring.gen);
 		ret = vma_query(addr, &q);
 		if (ret == -ENOENT)
 			break;	/* no VMA above: pinning will fail */
@@ -937,22 +840,19 @@ static void bpf_forked(struct rc_monitor *mon)
 	/* Another thread of the child may still read the old generation
 	 * pointer: turn that page into a private zero page instead of
 	 * unmapping it (one page per fork is leaked, on purpose). */
-	if (ebpf.gen)
-		mmap((void *)ebpf.gen, ebpf.page, PROT_READ,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	ebpf.gen = NULL;
+	rc_ring_forget_in_child(&ebpf.ring);
 	mon->gen = &mon->queue_head;
 	teardown(true);
 }
 
 static void bpf_stop(struct rc_monitor *mon)
 {
-	double t0 = now_ms();
+	double t0 = rc_now_ms();
 
 	mon->gen = &mon->queue_head;
 	teardown(false);
 	rc_debug("eBPF monitor: detached and unloaded in %.1f ms",
-		 now_ms() - t0);
+		 rc_now_ms() - t0);
 }
 
 /*

@@ -41,6 +41,8 @@
 #include <unistd.h>
 
 #include "../budget.h"
+#include "../abi/fdpass.h"
+#include "../base/clock.h"
 #include "../daemon/protocol.h"
 #include "../log.h"
 #include "bpf/rc_bpf_abi.h"
@@ -121,14 +123,6 @@ static void register_atfork(void)
 	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static const char *socket_path(void)
 {
 	const char *p = getenv("REGCACHE_SOCKET");
@@ -174,44 +168,22 @@ static int connect_daemon(const char *path)
 static int call(int sock, struct rcd_request *q, int fd_in, struct rcd_reply *r,
 		int *fd_out)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { q, sizeof(*q) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cm;
+	int fds[RC_FDPASS_MAX], nfds;
 	ssize_t n;
 
 	q->magic = RCD_MAGIC;
 	q->version = RCD_VERSION;
-	if (fd_in >= 0) {
-		memset(cbuf, 0, sizeof(cbuf));
-		m.msg_control = cbuf;
-		m.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd_in, sizeof(int));
-	}
-	if (sendmsg(sock, &m, MSG_NOSIGNAL) != sizeof(*q))
+	if (rc_fd_send(sock, q, sizeof(*q), fd_in, MSG_NOSIGNAL) != sizeof(*q))
 		return -EPIPE;
-	iov.iov_base = r;
-	iov.iov_len = sizeof(*r);
-	memset(cbuf, 0, sizeof(cbuf));
-	m.msg_control = cbuf;
-	m.msg_controllen = sizeof(cbuf);
 	do
-		n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+		n = rc_fd_recv(sock, r, sizeof(*r), 0, fds, &nfds, NULL);
 	while (n < 0 && errno == EINTR);
-	cm = n > 0 ? CMSG_FIRSTHDR(&m) : NULL;
-	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-	    cm->cmsg_len == CMSG_LEN(sizeof(int))) {
-		int fd;
-
-		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-		if (fd_out)
-			*fd_out = fd;
+	/* The daemon attaches at most one descriptor; more is not a reply. */
+	for (int i = 0; i < nfds; i++) {
+		if (nfds == 1 && fd_out)
+			*fd_out = fds[i];
 		else
-			close(fd);
+			close(fds[i]);
 	}
 	if (n != sizeof(*r) || r->magic != RCD_MAGIC || r->op != q->op)
 		return -EPIPE;
@@ -306,7 +278,7 @@ static int rcd_start(struct rc_monitor *mon)
 {
 	struct rcd_request q = { .op = RCD_REGISTER };
 	struct rcd_reply r;
-	double t0 = now_ms();
+	double t0 = rc_now_ms();
 	int ret;
 
 	pthread_once(&atfork_once, register_atfork);
@@ -349,7 +321,7 @@ static int rcd_start(struct rc_monitor *mon)
 	mon->backend = &rb;
 	mon->gen = rb.ring.gen;
 	rc_info("regcached: registered at %s (ring slot %u) in %.1f ms",
-		rb.path, r.slot, now_ms() - t0);
+		rb.path, r.slot, rc_now_ms() - t0);
 	return 0;
 fail:
 	teardown(false);
@@ -362,7 +334,7 @@ static void go_dead(struct rc_monitor *mon, const char *why)
 	if (rc_load_relaxed(&rb.dead))
 		return;
 	rc_store_relaxed(&rb.dead_gen, rc_load_relaxed(&rb.dead_gen) + 2);
-	rc_store_relaxed(&rb.dead_since_ms, (uint64_t)now_ms());
+	rc_store_relaxed(&rb.dead_since_ms, (uint64_t)rc_now_ms());
 	rc_store_release(&rb.dead, true);
 	atomic_store_explicit(&mon->gen, &rb.dead_gen, memory_order_release);
 	rc_warn("regcached: %s: every cached registration is dropped and new "
@@ -448,11 +420,11 @@ static int resume(struct rc_monitor *mon, bool *refused)
 
 	/* After a failed attempt, misses go pass-through for a while
 	 * instead of each paying a connect. */
-	if (now_ms() < rb.next_retry_ms)
+	if (rc_now_ms() < rb.next_retry_ms)
 		return -ENOTCONN;
 	sock = connect_daemon(rb.path);
 	if (sock < 0) {
-		rb.next_retry_ms = now_ms() + RCD_RETRY_MS;
+		rb.next_retry_ms = rc_now_ms() + RCD_RETRY_MS;
 		rb.dropped = 0;
 		return sock;
 	}
@@ -465,7 +437,7 @@ static int resume(struct rc_monitor *mon, bool *refused)
 		rb.dropped = unsure ? rb.dropped + 1 : 0;
 		*refused = !unsure || rb.dropped >= 2;
 		close(sock);
-		rb.next_retry_ms = now_ms() + RCD_RETRY_MS;
+		rb.next_retry_ms = rc_now_ms() + RCD_RETRY_MS;
 		rc_info("regcached: the daemon at %s did not take our ring "
 			"back (%s): registrations stay uncached", rb.path,
 			strerror(-ret));
@@ -481,7 +453,7 @@ static int resume(struct rc_monitor *mon, bool *refused)
 	if (rc_load_acquire(rb.ring.gen) == before) {
 		*refused = true;
 		close(sock);
-		rb.next_retry_ms = now_ms() + RCD_RETRY_MS;
+		rb.next_retry_ms = rc_now_ms() + RCD_RETRY_MS;
 		rc_info("regcached: the new daemon does not feed our ring");
 		return -ENOSYS;
 	}
@@ -505,7 +477,7 @@ static int resume(struct rc_monitor *mon, bool *refused)
  */
 static const char *give_up(bool refused, int err, char *why, size_t len)
 {
-	uint64_t gone = (uint64_t)now_ms() - rc_load_relaxed(&rb.dead_since_ms);
+	uint64_t gone = (uint64_t)rc_now_ms() - rc_load_relaxed(&rb.dead_since_ms);
 
 	if (rb.gave_up)
 		return NULL;
@@ -689,7 +661,7 @@ out:
 		 * fallback again after another grace period. */
 		pthread_mutex_lock(&rb.sock_lock);
 		rb.gave_up = false;
-		rc_store_relaxed(&rb.dead_since_ms, (uint64_t)now_ms());
+		rc_store_relaxed(&rb.dead_since_ms, (uint64_t)rc_now_ms());
 		pthread_mutex_unlock(&rb.sock_lock);
 	}
 	return ret;

@@ -53,6 +53,7 @@
 #endif
 #endif
 
+#include "../base/clock.h"
 #include "../log.h"
 #include "monitor.h"
 #include "ranges.h"
@@ -161,31 +162,10 @@ struct deferred {
 	struct timespec due;	/* when the oldest entry is republished */
 };
 
-static struct timespec now_plus_ms(int ms)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);	/* vDSO: no lock, no malloc */
-	t.tv_nsec += ms * 1000000L;
-	if (t.tv_nsec >= 1000000000L) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000L;
-	}
-	return t;
-}
-
 /* Milliseconds until the deferred ranges are due (0 if overdue), or -1. */
 static int ms_until_due(const struct deferred *d)
 {
-	struct timespec now;
-	long ms;
-
-	if (!d->n)
-		return -1;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ms = (d->due.tv_sec - now.tv_sec) * 1000 +
-	     (d->due.tv_nsec - now.tv_nsec) / 1000000;
-	return ms > 0 ? (int)ms + 1 : 0;
+	return d->n ? rc_ms_until(&d->due) : -1;
 }
 
 static void publish_msg(struct rc_monitor *mon, const struct uffd_msg *m,
@@ -204,7 +184,7 @@ static void publish_msg(struct rc_monitor *mon, const struct uffd_msg *m,
 		 * madvise_dontneed_free): a registration made between our read
 		 * and the zap pins the old pages. Publish again later. */
 		if (!d->n)
-			d->due = now_plus_ms(RC_UFFD_DEFER_MS);
+			d->due = rc_deadline_ms(CLOCK_MONOTONIC, RC_UFFD_DEFER_MS);
 		if (d->n < RC_UFFD_DEFERRED) {
 			d->start[d->n] = m->arg.remove.start;
 			d->end[d->n++] = m->arg.remove.end;

@@ -17,6 +17,7 @@
 
 #include <regcache/uring.h>
 
+#include "../base/clock.h"
 #include "../cache.h"
 #include "../log.h"
 
@@ -92,14 +93,6 @@ static bool in_child(const struct rc_uring *u)
 	return getpid() != u->pid;
 }
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 /* The bytes the kernel counts as pinned in this mm; -1 if unreadable. */
 static long long vm_pinned_bytes(void)
 {
@@ -160,8 +153,8 @@ static int update_slot(struct rc_uring *u, unsigned slot, struct iovec *iov)
 		if (ret != -ENOMEM || last_try)
 			break;
 		if (!first_failure)
-			first_failure = now_ns();
-		if (!release_may_be_pending(now_ns())) {
+			first_failure = rc_now_ns();
+		if (!release_may_be_pending(rc_now_ns())) {
 			if (!waited)
 				break;
 			last_try = true; /* they may have come back since */
@@ -173,7 +166,7 @@ static int update_slot(struct rc_uring *u, unsigned slot, struct iovec *iov)
 	if (ret == 1 && waited && !atomic_exchange(&u->lag_helped, true))
 		rc_info("io_uring gave released buffers back to RLIMIT_MEMLOCK "
 			"%lld ms late; registrations that meet this wait for it",
-			(now_ns() - first_failure) / 1000000);
+			(rc_now_ns() - first_failure) / 1000000);
 	return ret;
 }
 
@@ -194,7 +187,7 @@ static int release_slot(struct rc_uring *u, unsigned slot)
 	atomic_fetch_sub(&process_held_bytes,
 			 (long long)u->held_pages[slot - u->first] *
 			 (long long)u->page_size);
-	atomic_store(&process_last_release_ns, now_ns());
+	atomic_store(&process_last_release_ns, rc_now_ns());
 	if (before >= 0) {
 		long long after = vm_pinned_bytes();
 

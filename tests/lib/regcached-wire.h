@@ -24,6 +24,7 @@
 
 #include <linux/bpf.h>
 
+#include "abi/fdpass.h"
 #include "daemon/protocol.h"
 #include "helpers.h"
 
@@ -58,23 +59,8 @@ static inline int w_connect(void)
 /* Send @len bytes of @msg with @fd attached (-1: none). */
 static inline int w_send(int sock, const void *msg, size_t len, int fd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { (void *)msg, len };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (fd >= 0) {
-		struct cmsghdr *cm;
-
-		memset(cbuf, 0, sizeof(cbuf));
-		m.msg_control = cbuf;
-		m.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
-	return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -errno;
+	return rc_fd_send(sock, msg, len, fd, MSG_NOSIGNAL) == (ssize_t)len ?
+		       0 : -errno;
 }
 
 static inline struct rcd_request w_request(uint16_t op)
@@ -93,21 +79,20 @@ static inline struct rcd_request w_request(uint16_t op)
  * an attached fd, or -1. */
 static inline int w_reply(int sock, int *fd_out)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct rcd_reply r;
-	struct iovec iov = { &r, sizeof(r) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-			    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm;
-	ssize_t n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+	int fds[RC_FDPASS_MAX], nfds;
+	ssize_t n = rc_fd_recv(sock, &r, sizeof(r), 0, fds, &nfds, NULL);
 
 	if (fd_out)
 		*fd_out = -1;
+	for (int i = 0; i < nfds; i++) {
+		if (i == 0 && fd_out)
+			*fd_out = fds[i];
+		else
+			close(fds[i]);
+	}
 	if (n != sizeof(r))
 		return -EPIPE;
-	cm = CMSG_FIRSTHDR(&m);
-	if (cm && cm->cmsg_type == SCM_RIGHTS && fd_out)
-		memcpy(fd_out, CMSG_DATA(cm), sizeof(int));
 	return r.status;
 }
 
