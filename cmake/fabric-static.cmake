@@ -5,11 +5,8 @@
 #   <prefix>_VERSION         libfabric's version (pkg-config)
 #   <prefix>_TABLED          libfabric.a is there and its version has a row
 #                            in src/bridge/fabric_layout.h (1.17.0, 2.1.0),
-#                            the table tests/bridge-fabric.c reads at run
-#                            time
-#   <prefix>_FOUND           libfabric.a is there and is 1.17.0, the layout
-#                            of src/bridge/fabric_cache.h's structures
-#                            (regcache-demo's)
+#                            the table that tests/bridge-fabric.c and
+#                            regcache-demo read at run time
 #   <prefix>_STATIC_LIBS     libfabric.a and the libraries it needs
 #                            (pkg-config --static libfabric; Debian ships some
 #                            of them without the -dev symlink)
@@ -21,13 +18,9 @@ function(regcache_find_static_fabric prefix)
   pkg_check_modules(REGCACHE_FABRIC_PC QUIET libfabric)
   set(version "${REGCACHE_FABRIC_PC_VERSION}")
   set(tabled FALSE)
-  set(found FALSE)
   set(libs "")
   if(REGCACHE_FABRIC_STATIC AND version MATCHES "^(1\\.17|2\\.1)\\.0$")
     set(tabled TRUE)
-    if(version VERSION_EQUAL 1.17.0)
-      set(found TRUE)
-    endif()
     set(libs ${REGCACHE_FABRIC_STATIC})
     # Libs.private, each by its -dev name or else its runtime soname.
     foreach(name ${REGCACHE_FABRIC_PC_STATIC_LIBRARIES})
@@ -48,14 +41,12 @@ function(regcache_find_static_fabric prefix)
         message(STATUS "regcache: libfabric.a needs lib${name}, not found; "
                        "the tests that drive libfabric's cache are not built")
         set(tabled FALSE)
-        set(found FALSE)
       endif()
       list(APPEND libs ${dep})
     endforeach()
   endif()
   set(${prefix}_VERSION "${version}" PARENT_SCOPE)
   set(${prefix}_TABLED ${tabled} PARENT_SCOPE)
-  set(${prefix}_FOUND ${found} PARENT_SCOPE)
   set(${prefix}_STATIC_LIBS ${libs} PARENT_SCOPE)
   set(${prefix}_LINK_LIBRARIES ${REGCACHE_FABRIC_PC_LINK_LIBRARIES} PARENT_SCOPE)
 endfunction()

@@ -18,7 +18,7 @@ if(TARGET regcache-ucx)
 endif()
 include(${PROJECT_SOURCE_DIR}/cmake/fabric-static.cmake)
 regcache_find_static_fabric(TOOLS_FABRIC)
-if(TOOLS_FABRIC_FOUND)
+if(TOOLS_FABRIC_TABLED)
   target_compile_definitions(regcache-demo PRIVATE TOOLS_HAVE_FABRIC=1)
   target_link_libraries(regcache-demo PRIVATE ${TOOLS_FABRIC_STATIC_LIBS}
     atomic ${CMAKE_DL_LIBS})

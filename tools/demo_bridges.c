@@ -6,13 +6,13 @@
  *                    child re-executes the demo with LD_PRELOAD and
  *                    UCX_MEM_MMAP_HOOK_MODE=none in its environment, since
  *                    libucs reads them at exec
- *   fabric           libfabric 1.17's MR cache on its own default monitor
- *                    (memhooks)
+ *   fabric           libfabric's MR cache (1.17 or 2.1) on its own default
+ *                    monitor (memhooks)
  *   fabric-bridge    the same cache on regcache's monitor, imported by
  *                    libregcache-fabric
  * The libfabric rows drive the real cache from Debian's static libfabric
  * the way its verbs and efa providers do (there is no RDMA device here;
- * src/bridge/fabric_cache.h), with the demo's io_uring device as
+ * src/bridge/fabric_layout.h), with the demo's io_uring device as
  * add_region/delete_region.
  */
 #include <dlfcn.h>
@@ -126,26 +126,27 @@ void demo_bridge_exec_child(void)
 }
 
 /* ------------------------------------------------------------------------
- * libfabric 1.17.0's MR cache (include/ofi_mr.h at v1.17.0, as laid out in
- * Debian's build; tests/bridge-fabric.c checks the same offsets)
+ * libfabric's MR cache, on the layout of the version linked in (a row of
+ * src/bridge/fabric_layout.h: 1.17.0, 2.1.0; tests/bridge-fabric.c drives
+ * the same cache)
  * ---------------------------------------------------------------------- */
 
 #ifdef TOOLS_HAVE_FABRIC
-#include "../src/bridge/fabric_cache.h"
+#include "../src/bridge/fabric_layout.h"
 
-static struct lf_mr_cache cache;
+static struct lf_cache cache;
 
-static int add_region(struct lf_mr_cache *c, struct lf_mr_entry *e)
+static int add_region(struct lf_cache *c, void *e)
 {
-	(void)c;
-	return dev_reg(&demo_dev, e->info.iov.iov_base, e->info.iov.iov_len,
-		       &e->handle);
+	struct iovec *iov = lf_entry_iov(e);
+
+	return dev_reg(&demo_dev, iov->iov_base, iov->iov_len,
+		       lf_entry_handle(c, e));
 }
 
-static void delete_region(struct lf_mr_cache *c, struct lf_mr_entry *e)
+static void delete_region(struct lf_cache *c, void *e)
 {
-	(void)c;
-	dev_dereg(&demo_dev, e->handle);
+	dev_dereg(&demo_dev, *lf_entry_handle(c, e));
 }
 
 static int fabric_setup(bool bridge, char *info, size_t len)
@@ -178,24 +179,23 @@ static int fabric_setup(bool bridge, char *info, size_t len)
 
 static int fabric_get(void *addr, size_t len, void **region, void **handle)
 {
-	struct lf_mr_info info = { .iov = { addr, len } };
-	struct lf_mr_entry *e;
+	void *e;
 
-	if (ofi_mr_cache_search(&cache, &info, &e))
+	if (lf_cache_search(&cache, addr, len, &e))
 		return -EIO;
 	*region = e;
-	*handle = e->handle;
+	*handle = *lf_entry_handle(&cache, e);
 	return 0;
 }
 
 static void fabric_put(void *region)
 {
-	ofi_mr_cache_delete(&cache, region);
+	lf_cache_delete(&cache, region);
 }
 
 static void fabric_teardown(void)
 {
-	ofi_mr_cache_cleanup(&cache);
+	lf_cache_close(&cache);
 }
 #else
 static int fabric_setup(bool bridge, char *info, size_t len)
@@ -236,7 +236,7 @@ bool demo_bridge_available(const struct mode *m, char *why, size_t len)
 	}
 #ifndef TOOLS_HAVE_FABRIC
 	if (m->kind != K_UCX_BRIDGE) {
-		snprintf(why, len, "not built (needs Debian's libfabric-dev 1.17)");
+		snprintf(why, len, "not built (needs libfabric-dev 1.17 or 2.1)");
 		return false;
 	}
 #endif
