@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -485,6 +486,10 @@ char *t_map_until(void *want, size_t len)
 		if (y == want)
 			return y;
 		T_REQUIRE(munmap(y, len) == 0);
+		/* On a loaded machine the unmapping thread may share this
+		 * CPU: without the yield it waits for our time slice to end
+		 * and the tries run out first. */
+		sched_yield();
 	}
 	return NULL;
 }
