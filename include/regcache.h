@@ -116,8 +116,9 @@ struct regcache_ops {
  *
  * The userfaultfd monitor learns about an munmap only after the kernel has
  * released the mmap lock, so a *second* thread can mmap the same address and
- * hit a stale region in that window. By default every hit under that monitor
- * pays one ~1 us probe to close the window. A single-threaded program (or one
+ * hit a stale region in that window. By default every hit under that monitor,
+ * once the process has a second thread, pays one probe (an empty
+ * UFFDIO_WRITEPROTECT, about 1.5x a getppid()) to close the window. A single-threaded program (or one
  * where no thread reuses addresses that another thread unmaps) may set this
  * flag to skip the probe. Ignored by the other monitors.
  */
@@ -311,10 +312,10 @@ void regcache_get_stats(const struct regcache *cache,
 /**
  * regcache_monitor_name - which monitor backend this process uses
  *
- * Return: "bpf", "userfaultfd" or "none" (never NULL). While a cache exists
- * this reads the running backend's name. With no cache, it runs the
- * selection ("$REGCACHE_MONITOR", default auto: bpf, then userfaultfd, then
- * none) by starting the backend and stopping it again, which takes up to
+ * Return: "regcached", "bpf", "userfaultfd" or "none" (never NULL). While
+ * a cache exists this reads the running backend's name. With no cache, it
+ * runs the selection ("$REGCACHE_MONITOR", default auto: regcached, then
+ * bpf, then userfaultfd, then none) by starting the backend and stopping it again, which takes up to
  * ~50 ms for bpf; call it after regcache_create() to avoid that.
  * Context: thread-safe.
  */

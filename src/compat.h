@@ -13,10 +13,8 @@
 #define rc_hidden	__attribute__((visibility("hidden")))
 #define rc_cacheline	64
 
-#define rc_container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
-
-/* Every atomic access names its order (see style.md, mimalloc atomic.h). */
+/* Every atomic access names its order, so a reader sees at each access
+ * what it synchronises with. */
 #define rc_load_relaxed(p)	atomic_load_explicit((p), memory_order_relaxed)
 #define rc_load_acquire(p)	atomic_load_explicit((p), memory_order_acquire)
 #define rc_store_relaxed(p, v)	atomic_store_explicit((p), (v), memory_order_relaxed)

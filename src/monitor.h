@@ -107,13 +107,6 @@ static inline const struct rc_monitor_active *rc_monitor_active(void)
 		&rc_mon.ops, memory_order_acquire);
 }
 
-static inline bool rc_monitor_can_cache(void)
-{
-	const struct rc_monitor_active *a = rc_monitor_active();
-
-	return a && a->caps.can_cache;
-}
-
 static inline bool rc_monitor_validates_hits(void)
 {
 	const struct rc_monitor_active *a = rc_monitor_active();

@@ -68,8 +68,8 @@ typedef void regcache_changed_fn(void *arg, uintptr_t start, uintptr_t end);
  * @sub: out: the subscriber, positioned at the present (nothing to sync).
  *
  * The first subscriber or cache in the process starts the monitor
- * ($REGCACHE_MONITOR, default auto: bpf, then userfaultfd, then none), which
- * takes up to ~100 ms for bpf.
+ * ($REGCACHE_MONITOR, default auto: regcached, then bpf, then userfaultfd,
+ * then none), which takes up to ~100 ms for bpf.
  *
  * Return: 0; -EINVAL if @sub is NULL; -ENOMEM; or the error that kept the
  * monitor from starting its fork detection (see regcache_create()).

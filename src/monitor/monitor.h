@@ -29,13 +29,11 @@ struct rc_monitor;
  *                 again (bpf). When false (userfaultfd) there is a window.
  * @validate_hits: every hit must call ->validate() to close that window,
  *                 unless the cache was created with REGCACHE_FLAG_NO_HIT_PROBE.
- * @needs_thread:  the backend runs its own thread (informational).
  */
 struct rc_monitor_caps {
 	bool can_cache;
 	bool synchronous;
 	bool validate_hits;
-	bool needs_thread;
 };
 
 /**

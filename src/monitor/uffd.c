@@ -1360,7 +1360,6 @@ static int uffd_start(struct rc_monitor *mon)
 		.can_cache = true,
 		.synchronous = false,
 		.validate_hits = true,
-		.needs_thread = true,
 	};
 	mon->backend = &uffd;
 	/* From here the hit path reads our word (see drain()). */

@@ -8,8 +8,8 @@
  * MR per access mask for every region and only prefetches on a miss.
  *
  * This file is the only place where verbs' conventions (NULL + errno from
- * the reg calls, positive errno from dereg and advise) become -errno
- * (style.md, "Convert once, at the boundary").
+ * the reg calls, positive errno from dereg and advise) become -errno: they
+ * are converted once, at the boundary.
  */
 #include <errno.h>
 #include <stdlib.h>
