@@ -13,12 +13,16 @@ if(REGCACHE_SANITIZE)
 endif()
 
 set(regcache_allocators "")
-foreach(spec jemalloc=libjemalloc.so.2 mimalloc=libmimalloc.so.2
+# name=library[,another soname]: mimalloc is libmimalloc.so.2 in Debian 12
+# and libmimalloc.so.3 in Debian 13 (.ci/packages.sh picks the package).
+foreach(spec jemalloc=libjemalloc.so.2
+             mimalloc=libmimalloc.so.2,libmimalloc.so.3
              tcmalloc=libtcmalloc_minimal.so.4)
   string(REPLACE "=" ";" spec "${spec}")
   list(GET spec 0 name)
   list(GET spec 1 file)
-  find_library(REGCACHE_ALLOC_${name} NAMES ${file})
+  string(REPLACE "," ";" names "${file}")
+  find_library(REGCACHE_ALLOC_${name} NAMES ${names})
   if(REGCACHE_ALLOC_${name})
     list(APPEND regcache_allocators "${name}")
   else()
