@@ -13,6 +13,7 @@
 
 #include "budget.h"
 #include "cache.h"
+#include "env.h"
 #include "log.h"
 
 #define RC_DEFAULT_MAX_REGIONS 65536
@@ -1097,7 +1098,7 @@ int rc_cache_create(const struct regcache_params *params,
 		!!(params->flags & RC_CACHE_FLAG_FOLLOWS_PAGE_TABLES);
 	c->pinned = !c->follows_page_tables;
 	c->max_regions = params->max_regions ? params->max_regions
-					     : rc_env_size("REGCACHE_MAX_REGIONS");
+					     : rc_env_size(RC_ENV_MAX_REGIONS);
 	if (!c->max_regions)
 		c->max_regions = RC_DEFAULT_MAX_REGIONS;
 	/* Without a limit of its own, a cache is bounded by the process's

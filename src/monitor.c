@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "env.h"
 #include "log.h"
 #include "monitor.h"
 
@@ -168,7 +169,7 @@ static bool backend_wanted(const struct rc_monitor_ops *ops, const char *want)
  * mon_lock held. Always ends with some backend ("none"). */
 static void start_backend(bool any)
 {
-	const char *want = any ? NULL : getenv("REGCACHE_MONITOR");
+	const char *want = any ? NULL : rc_env_str(RC_ENV_MONITOR);
 	bool known = !want || !*want || !strcmp(want, "auto") ||
 		     !strcmp(want, "uffd");
 

@@ -41,6 +41,7 @@
 
 #include "../log.h"
 #include "../base/clock.h"
+#include "../env.h"
 #include "monitor.h"
 #include "bpf_files.h"
 #include "bpf_kernel.h"
@@ -607,14 +608,14 @@ static int bpf_start(struct rc_monitor *mon)
 	if (rc_bpf_attach_wanted(&want)) {
 		rc_info("eBPF monitor unavailable: REGCACHE_BPF_ATTACH=%s is "
 			"not auto, fentry or syscalls",
-			getenv("REGCACHE_BPF_ATTACH"));
+			rc_env_str(RC_ENV_BPF_ATTACH));
 		return -EINVAL;
 	}
 	pthread_once(&atfork_once, register_atfork);
 	ebpf.page = sysconf(_SC_PAGESIZE);
 	ebpf.tgid = 0;
 	/* Tests prove that the headroom alone covers a lost record. */
-	ebpf.ignore_drops = getenv("REGCACHE_BPF_IGNORE_DROPS") != NULL;
+	ebpf.ignore_drops = rc_env_flag(RC_ENV_BPF_IGNORE_DROPS);
 
 	libbpf_last[0] = 0;
 	old_print = libbpf_set_print(libbpf_log);
@@ -646,7 +647,7 @@ static int bpf_start(struct rc_monitor *mon)
 	libbpf_set_print(old_print);
 	restore_memlock(&memlock);
 
-	rc_vma_source_open(&ebpf.vmas, "REGCACHE_BPF_NO_PROCMAP_QUERY");
+	rc_vma_source_open(&ebpf.vmas, RC_ENV_BPF_NO_PROCMAP_QUERY);
 	files_problem = rc_bpf_files_open(&ebpf.files);
 	if (ebpf.file_hook && files_problem)
 		rc_info("eBPF monitor: %s: some shared and file mappings are "

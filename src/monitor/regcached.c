@@ -40,10 +40,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../budget.h"
 #include "../abi/fdpass.h"
 #include "../base/clock.h"
 #include "../daemon/protocol.h"
+#include "../env.h"
 #include "../log.h"
 #include "bpf/rc_bpf_abi.h"
 #include "monitor.h"
@@ -60,10 +60,6 @@
 /* Watches already granted, remembered so a miss on the same file costs no
  * round trip. */
 #define RCD_KNOWN_FILES 64
-/* How long a daemon may stay away before we fall back to another
- * backend; $REGCACHE_REGCACHED_FALLBACK_MS overrides, 0: never. */
-#define RCD_FALLBACK_MS 5000
-
 static struct rcd_backend {
 	/* Socket use (requests, reconnect); never held by pull. */
 	pthread_mutex_t sock_lock;
@@ -125,14 +121,14 @@ static void register_atfork(void)
 
 static const char *socket_path(void)
 {
-	const char *p = getenv("REGCACHE_SOCKET");
+	const char *p = rc_env_str(RC_ENV_SOCKET);
 
-	return p && *p ? p : RCD_SOCKET_DEFAULT;
+	return p ? p : RCD_SOCKET_DEFAULT;
 }
 
 static long reply_timeout_ms(void)
 {
-	size_t ms = rc_env_size("REGCACHE_REGCACHED_TIMEOUT_MS");
+	size_t ms = rc_env_size(RC_ENV_REGCACHED_TIMEOUT_MS);
 
 	return ms ? (long)ms : RCD_TIMEOUT_MS;
 }
@@ -259,19 +255,9 @@ static void teardown(bool in_child)
 
 static long fallback_ms(void)
 {
-	const char *e = getenv("REGCACHE_REGCACHED_FALLBACK_MS");
-	char *end;
-	long ms;
+	long long ms = rc_env_time(RC_ENV_REGCACHED_FALLBACK_MS, NULL);
 
-	if (!e || !*e)
-		return RCD_FALLBACK_MS;
-	ms = strtol(e, &end, 10);
-	if (*end || ms < 0) {
-		rc_warn("REGCACHE_REGCACHED_FALLBACK_MS=%s is not a number of "
-			"milliseconds; using %d", e, RCD_FALLBACK_MS);
-		return RCD_FALLBACK_MS;
-	}
-	return ms ? ms : -1;
+	return ms ? (long)ms : -1;
 }
 
 static int rcd_start(struct rc_monitor *mon)
@@ -291,7 +277,7 @@ static int rcd_start(struct rc_monitor *mon)
 		rb.sock = -1;
 		rc_info("regcached: no daemon answers at %s (%s)%s", rb.path,
 			strerror(-ret),
-			getenv("REGCACHE_SOCKET") ? "" :
+			rc_env_str(RC_ENV_SOCKET) ? "" :
 			"; REGCACHE_SOCKET names another socket");
 		return ret;
 	}
@@ -311,7 +297,7 @@ static int rcd_start(struct rc_monitor *mon)
 	ret = self_test();
 	if (ret)
 		goto fail;
-	rc_vma_source_open(&rb.vmas, "REGCACHE_BPF_NO_PROCMAP_QUERY");
+	rc_vma_source_open(&rb.vmas, RC_ENV_BPF_NO_PROCMAP_QUERY);
 	learn_shmem_dev();
 	rb.dead_gen = 1;
 	mon->caps = (struct rc_monitor_caps){
