@@ -42,6 +42,7 @@
 #include "../log.h"
 #include "../base/clock.h"
 #include "../env.h"
+#include "../fork.h"
 #include "monitor.h"
 #include "bpf_files.h"
 #include "bpf_kernel.h"
@@ -78,7 +79,6 @@ static struct bpf_backend {
 	.files = RC_BPF_FILES_INIT,
 };
 
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /*
  * VMA facts: the last few VMAs that ->watch() found private, anonymous and
@@ -252,8 +252,8 @@ static void atfork_child(void)
  * its lock locked forever in the child (the owner does not exist there),
  * and the child's first watch of a shared mapping would hang: hold it
  * across fork.
- * Nothing takes the monitor lock while holding files.lock, so the order
- * against monitor.c's own prepare handler cannot deadlock. */
+ * fork.h takes it after the monitor lock: nothing takes the monitor lock
+ * while holding files.lock. */
 static void atfork_prepare(void)
 {
 	pthread_mutex_lock(&ebpf.files.lock);
@@ -274,10 +274,9 @@ static void atfork_child_unlock(void)
 	atfork_child();
 }
 
-static void register_atfork(void)
-{
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child_unlock);
-}
+static const struct rc_fork_handlers bpf_fork = {
+	atfork_prepare, atfork_parent, atfork_child_unlock
+};
 
 /* Release everything start() made; safe on a partial start. */
 static void teardown(bool in_child)
@@ -611,7 +610,7 @@ static int bpf_start(struct rc_monitor *mon)
 			rc_env_str(RC_ENV_BPF_ATTACH));
 		return -EINVAL;
 	}
-	pthread_once(&atfork_once, register_atfork);
+	rc_fork_enable(RC_FORK_BPF, &bpf_fork);
 	ebpf.page = sysconf(_SC_PAGESIZE);
 	ebpf.tgid = 0;
 	/* Tests prove that the headroom alone covers a lost record. */

@@ -44,6 +44,7 @@
 #include "../base/clock.h"
 #include "../daemon/protocol.h"
 #include "../env.h"
+#include "../fork.h"
 #include "../log.h"
 #include "bpf/rc_bpf_abi.h"
 #include "monitor.h"
@@ -98,12 +99,10 @@ static struct rcd_backend {
 	.dead_gen = 1,
 };
 
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
 /* A fork while another thread is inside watch() would leave sock_lock
  * locked forever in the child: hold it across fork. ring_lock is free
- * then: pull holds it only under the monitor lock, which monitor.c holds
- * across fork, and watch only under sock_lock. */
+ * then: pull holds it only under the monitor lock, and watch only under
+ * sock_lock, both held across fork (fork.h). */
 static void atfork_prepare(void)
 {
 	pthread_mutex_lock(&rb.sock_lock);
@@ -114,10 +113,9 @@ static void atfork_release(void)
 	pthread_mutex_unlock(&rb.sock_lock);
 }
 
-static void register_atfork(void)
-{
-	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
-}
+static const struct rc_fork_handlers regcached_fork = {
+	atfork_prepare, atfork_release, atfork_release
+};
 
 static const char *socket_path(void)
 {
@@ -267,7 +265,7 @@ static int rcd_start(struct rc_monitor *mon)
 	double t0 = rc_now_ms();
 	int ret;
 
-	pthread_once(&atfork_once, register_atfork);
+	rc_fork_enable(RC_FORK_REGCACHED, &regcached_fork);
 	rb.fallback_ms = fallback_ms();
 	snprintf(rb.path, sizeof(rb.path), "%s", socket_path());
 	rb.ring.page = sysconf(_SC_PAGESIZE);

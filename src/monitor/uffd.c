@@ -55,6 +55,7 @@
 
 #include "../base/clock.h"
 #include "../env.h"
+#include "../fork.h"
 #include "../log.h"
 #include "monitor.h"
 #include "ranges.h"
@@ -131,8 +132,6 @@ static struct uffd_backend {
 } uffd = { .fd = -1, .stop_fd = -1, .solo_fd = -1, .vmas = { .maps_fd = -1 },
 	   .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
 /* A fork while another thread holds uffd.lock would leave it locked in the
  * child forever. */
 static void atfork_prepare(void)
@@ -143,10 +142,9 @@ static void atfork_release(void)
 {
 	pthread_mutex_unlock(&uffd.lock);
 }
-static void register_atfork(void)
-{
-	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
-}
+static const struct rc_fork_handlers uffd_fork = {
+	atfork_prepare, atfork_release, atfork_release
+};
 
 /* ---------------------------------------------------------------------
  * The monitor thread
@@ -1263,7 +1261,7 @@ static int uffd_start(struct rc_monitor *mon)
 			"that valgrind never schedules)" RC_UFFD_SEE_INFO);
 		return -EOPNOTSUPP;
 	}
-	pthread_once(&atfork_once, register_atfork);
+	rc_fork_enable(RC_FORK_UFFD, &uffd_fork);
 	uffd.page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uffd.fd = open_uffd();
 	if (uffd.fd < 0) {
