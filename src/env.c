@@ -21,7 +21,8 @@ const struct rc_env rc_env_table[RC_ENV_COUNT] = {
 		"REGCACHE_BPF_ATTACH", RC_ENV_CHOICE, "`auto`", 0,
 		WORDS("auto", "fentry", "syscalls"), "bpf monitor, regcached",
 		"how the eBPF programs attach: `auto` (fentry where the kernel "
-		"allows it, else `sys_enter`/`sys_exit`), `fentry`, `syscalls`; "
+		"allows it, else `sys_enter`/`sys_exit`), `fentry`, "
+		"`syscalls`; "
 		"any other value: the eBPF monitor refuses to start; see "
 		"[monitor-bpf.md](docs/monitor-bpf.md)" },
 	[RC_ENV_BPF_IGNORE_DROPS] = {
@@ -57,8 +58,8 @@ const struct rc_env rc_env_table[RC_ENV_COUNT] = {
 	[RC_ENV_FABRIC_PIN_CHECK] = {
 		"REGCACHE_FABRIC_PIN_CHECK", RC_ENV_BOOL, "1", 1, NULL,
 		"libfabric bridge",
-		"tests' negative control only: `0` skips the check that a range "
-		"did not change while it was being pinned" },
+		"tests' negative control only: `0` skips the check that a "
+		"range did not change while it was being pinned" },
 	[RC_ENV_FABRIC_VERSIONS] = {
 		"REGCACHE_FABRIC_VERSIONS", RC_ENV_STRING,
 		"the versions the bridge was tested with", 0, NULL,
@@ -100,7 +101,8 @@ const struct rc_env rc_env_table[RC_ENV_COUNT] = {
 	[RC_ENV_SOCKET] = {
 		"REGCACHE_SOCKET", RC_ENV_STRING,
 		"`/run/regcache/regcached.sock`", 0, NULL,
-		"regcached monitor, regcache-info", "the node service's socket" },
+		"regcached monitor, regcache-info",
+		"the node service's socket" },
 	[RC_ENV_UCX_LINGER_US] = {
 		"REGCACHE_UCX_LINGER_US", RC_ENV_US, "2000", 2000, NULL,
 		"UCX bridge",
@@ -109,12 +111,12 @@ const struct rc_env rc_env_table[RC_ENV_COUNT] = {
 	[RC_ENV_UCX_POLL_US] = {
 		"REGCACHE_UCX_POLL_US", RC_ENV_US, "unset (sleep)", 0, NULL,
 		"UCX bridge",
-		"the forwarding thread polls at this period instead of sleeping "
-		"until a change (`0` or 1 s or more: 20)" },
+		"the forwarding thread polls at this period instead of "
+		"sleeping until a change (`0` or 1 s or more: 20)" },
 	[RC_ENV_UCX_THREAD] = {
 		"REGCACHE_UCX_THREAD", RC_ENV_BOOL, "0", 0, NULL, "UCX bridge",
-		"`1`: forward changes from the bridge's thread only, even where "
-		"UCX's lookups reach the bridge" },
+		"`1`: forward changes from the bridge's thread only, even "
+		"where UCX's lookups reach the bridge" },
 	[RC_ENV_UFFD_ALWAYS_PROBE] = {
 		"REGCACHE_UFFD_ALWAYS_PROBE", RC_ENV_FLAG, "unset", 0, NULL,
 		"userfaultfd monitor",
@@ -131,7 +133,8 @@ const struct rc_env rc_env_table[RC_ENV_COUNT] = {
 	[RC_ENV_UFFD_SENTINEL_PROBE] = {
 		"REGCACHE_UFFD_SENTINEL_PROBE", RC_ENV_FLAG, "unset", 0, NULL,
 		"userfaultfd monitor",
-		"hits probe the sentinel page, not an empty write-protect call" },
+		"hits probe the sentinel page, not an empty write-protect "
+		"call" },
 	[RC_ENV_UFFD_SHARED_FDS] = {
 		"REGCACHE_UFFD_SHARED_FDS", RC_ENV_FLAG, "unset", 0, NULL,
 		"userfaultfd monitor",

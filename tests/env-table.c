@@ -149,18 +149,19 @@ static int readme_differs(const char *path, char *report, size_t n)
 		char *from = pass ? begin : want, *in = pass ? want : begin;
 
 		for (char *l = from, *nl; *l; l = nl + 1) {
+			bool present = false;
+
 			nl = strchr(l, '\n');
 			if (!nl)
 				break;
 			*nl = 0;
-			bool found = false;
 			for (char *m = in; (m = strstr(m, l)); m++)
 				if ((m == in || m[-1] == '\n') &&
 				    m[strlen(l)] == '\n') {
-					found = true;
+					present = true;
 					break;
 				}
-			if (!found && used < n) {
+			if (!present && used < n) {
 				used += snprintf(report + used, n - used,
 						 "%s: %s: %s\n", path,
 						 pass ? "not in the table"
@@ -172,7 +173,8 @@ static int readme_differs(const char *path, char *report, size_t n)
 		}
 	}
 	if (!bad && strcmp(begin, want)) {
-		snprintf(report, n, "%s: the rows are in another order\n", path);
+		snprintf(report, n, "%s: the rows are in another order\n",
+			 path);
 		bad = 1;
 	}
 	free(text);
@@ -188,7 +190,8 @@ static const char *scan_root;
 static char *allowed;	/* "\nNAME\n" for each API identifier and option */
 static size_t allowed_len;
 static FILE *allowed_f;
-static char *found;	/* what the scan reported, for the negative control */
+/* What the scan reported, for the negative control. */
+static char *found;
 static size_t found_len;
 static FILE *found_f;
 static int problems;
@@ -259,7 +262,8 @@ static void split_c(const char *text, char *code, char *bare)
 		if (c == '/' && text[i + 1] == '*') {
 			for (; i < n && !(text[i] == '*' && text[i + 1] == '/');
 			     i++)
-				code[i] = bare[i] = text[i] == '\n' ? '\n' : ' ';
+				code[i] = bare[i] =
+					text[i] == '\n' ? '\n' : ' ';
 			if (i < n)
 				code[i] = bare[i] = code[i + 1] = bare[i + 1] =
 					' ', i += 2;
@@ -364,11 +368,12 @@ static void scan_c(const char *path, const char *text)
 static void scan_script(const char *path, const char *text, bool cmake)
 {
 	for (const char *p = text; (p = strstr(p, "REGCACHE_")); p++) {
+		bool env = p - text >= 5 && !strncmp(p - 5, "$ENV{", 5);
+		bool dollar = (p > text && p[-1] == '$') ||
+			      (p - text >= 2 && !strncmp(p - 2, "${", 2));
 		size_t len;
 
-		if (cmake ? !(p - text >= 5 && !strncmp(p - 5, "$ENV{", 5))
-			  : !(p > text && p[-1] == '$') &&
-				    !(p - text >= 2 && !strncmp(p - 2, "${", 2)))
+		if (cmake ? !env : !dollar)
 			continue;
 		for (len = 9; is_ident(p[len]); len++)
 			;
@@ -520,9 +525,10 @@ static void check_table(void)
 		if (i && strcmp(rc_env_table[i - 1].name, e->name) >= 0)
 			fail("%s: the table is not sorted by name", e->name);
 		for (int c = 0; c < 3; c++)
-			if (!cells[c] || !cells[c][0] || strpbrk(cells[c], "|\n"))
-				fail("%s: a cell is empty or has | or a newline",
-				     e->name);
+			if (!cells[c] || !cells[c][0] ||
+			    strpbrk(cells[c], "|\n"))
+				fail("%s: a cell is empty, or has | or a "
+				     "newline", e->name);
 		if ((e->type == RC_ENV_CHOICE) != (e->choices != NULL))
 			fail("%s: choices without RC_ENV_CHOICE or the other "
 			     "way", e->name);
@@ -532,7 +538,8 @@ static void check_table(void)
 			while (e->choices[n])
 				n++;
 			if (e->def_value < -1 || e->def_value >= n)
-				fail("%s: the default is not a choice", e->name);
+				fail("%s: the default is not a choice",
+				     e->name);
 		}
 	}
 	/* log.c's levels are the choices of REGCACHE_LOG, in order. */
@@ -634,7 +641,8 @@ static void check_accessors(void)
 	unsetenv("REGCACHE_LOG");
 	unsetenv("REGCACHE_VERBS_ODP");
 	if (rc_env_choice(RC_ENV_VERBS_ODP) != -1)
-		fail("REGCACHE_VERBS_ODP unset does not leave it to the caller");
+		fail("REGCACHE_VERBS_ODP unset does not leave it to the "
+		     "caller");
 	setenv("REGCACHE_VERBS_ODP", "implicit", 1);
 	if (strcmp(rc_env_choice_name(RC_ENV_VERBS_ODP,
 				      rc_env_choice(RC_ENV_VERBS_ODP)),
@@ -656,7 +664,8 @@ static void check_accessors(void)
 	if (rc_env_str(RC_ENV_SOCKET))
 		fail("REGCACHE_SOCKET empty is set");
 	setenv("REGCACHE_SOCKET", "/x", 1);
-	if (!rc_env_str(RC_ENV_SOCKET) || strcmp(rc_env_str(RC_ENV_SOCKET), "/x"))
+	if (!rc_env_str(RC_ENV_SOCKET) ||
+	    strcmp(rc_env_str(RC_ENV_SOCKET), "/x"))
 		fail("REGCACHE_SOCKET=/x is not /x");
 	unsetenv("REGCACHE_SOCKET");
 }
@@ -669,7 +678,8 @@ static void check_negative_control(const char *srcdir)
 		"src/unlisted.c:6: getenv(\"REGCACHE_NOT_IN_TABLE\") outside",
 		"src/unlisted.c:11: getenv() of something other than a literal",
 		"src/unlisted.c:17: getenv(\"REGCACHE_LOG\") outside",
-		"src/unlisted.c:20: REGCACHE_READ_BY_PREFIX_ is not in the table",
+		"src/unlisted.c:20: REGCACHE_READ_BY_PREFIX_ is not in the "
+		"table",
 		"src/unlisted.c:22: environ read outside src/env.c",
 		"tools/run.in:3: REGCACHE_UNLISTED_DIR is not in the table",
 	};
@@ -690,7 +700,8 @@ static void check_negative_control(const char *srcdir)
 	snprintf(root, sizeof(root), "%s/tests/env-fixture/README.md", srcdir);
 	if (!readme_differs(root, report, sizeof(report)))
 		fail("the fixture's README table was found to be the table");
-	else if (!strstr(report, "not in the table: | `REGCACHE_NOT_IN_TABLE`") ||
+	else if (!strstr(report,
+			 "not in the table: | `REGCACHE_NOT_IN_TABLE`") ||
 		 !strstr(report, "missing or stale: | `REGCACHE_LOG`"))
 		fail("the fixture's README: a row not reported:\n%s", report);
 }
