@@ -97,7 +97,8 @@ const struct rc_env rc_env_table[RC_ENV_COUNT] = {
 	[RC_ENV_REGCACHED_TIMEOUT_MS] = {
 		"REGCACHE_REGCACHED_TIMEOUT_MS", RC_ENV_SIZE, "5000", 0, NULL,
 		"regcached monitor",
-		"how long to wait for each reply of the node service" },
+		"how many milliseconds to wait for each reply of the node "
+		"service" },
 	[RC_ENV_SOCKET] = {
 		"REGCACHE_SOCKET", RC_ENV_STRING,
 		"`/run/regcache/regcached.sock`", 0, NULL,
