@@ -11,37 +11,13 @@
 #include <unistd.h>
 
 #include "budget.h"
+#include "env.h"
 #include "log.h"
 
 static pthread_once_t budget_once = PTHREAD_ONCE_INIT;
 static size_t budget_limit;
 static char budget_source[96];
 static _Atomic size_t budget_used;
-
-size_t rc_env_size(const char *name)
-{
-	const char *v = getenv(name);
-	unsigned long long n;
-	unsigned shift = 0;
-	char *end;
-
-	if (!v || !*v)
-		return 0;
-	n = strtoull(v, &end, 0);
-	if (*end == 'k' || *end == 'K')
-		shift = 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		shift = 20, end++;
-	else if (*end == 'g' || *end == 'G')
-		shift = 30, end++;
-	if (*end || !n || n > (SIZE_MAX >> shift)) {
-		rc_warn("ignoring %s=%s: expected a positive number "
-			"(optionally with K, M or G) that fits in size_t",
-			name, v);
-		return 0;
-	}
-	return (size_t)n << shift;
-}
 
 /* CAP_IPC_LOCK in the effective set: the kernel does not check
  * RLIMIT_MEMLOCK for pinning (mm/mlock.c can_do_mlock, io_uring
@@ -61,7 +37,7 @@ static bool can_lock_unlimited(void)
 
 static void budget_init(void)
 {
-	size_t env = rc_env_size("REGCACHE_MAX_BYTES");
+	size_t env = rc_env_size(RC_ENV_MAX_BYTES);
 	struct rlimit rl;
 
 	if (env) {

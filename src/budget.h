@@ -29,8 +29,4 @@ rc_hidden bool rc_budget_fits(size_t len);
 rc_hidden void rc_budget_charge(size_t len);
 rc_hidden void rc_budget_release(size_t len);
 
-/* A size from the environment (a number with an optional K, M or G
- * suffix); 0 when unset or malformed (which is logged). */
-rc_hidden size_t rc_env_size(const char *name);
-
 #endif /* RC_BUDGET_H */

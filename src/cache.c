@@ -13,6 +13,8 @@
 
 #include "budget.h"
 #include "cache.h"
+#include "env.h"
+#include "fork.h"
 #include "log.h"
 
 #define RC_DEFAULT_MAX_REGIONS 65536
@@ -25,16 +27,14 @@ static uintptr_t page_size;
  * held; taken before one. */
 static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER;
 static TAILQ_HEAD(, regcache) caches = TAILQ_HEAD_INITIALIZER(caches);
-static pthread_once_t caches_once = PTHREAD_ONCE_INIT;
 
 /* A fork while another thread evicts across caches must not leave the
- * child a held caches_lock. */
+ * child a held caches_lock (fork.h: the outermost lock). */
 static void caches_lock_take(void) { pthread_mutex_lock(&caches_lock); }
 static void caches_lock_drop(void) { pthread_mutex_unlock(&caches_lock); }
-static void caches_init(void)
-{
-	pthread_atfork(caches_lock_take, caches_lock_drop, caches_lock_drop);
-}
+static const struct rc_fork_handlers caches_fork = {
+	caches_lock_take, caches_lock_drop, caches_lock_drop
+};
 
 /* ---------------------------------------------------------------------
  * Regions: allocation, kills, claims
@@ -1082,7 +1082,7 @@ int rc_cache_create(const struct regcache_params *params,
 
 	if (!page_size)
 		page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
-	pthread_once(&caches_once, caches_init);
+	rc_fork_enable(RC_FORK_CACHES, &caches_fork);
 	c = aligned_alloc(rc_cacheline, (sizeof(*c) + rc_cacheline - 1) &
 						~(size_t)(rc_cacheline - 1));
 	if (!c)
@@ -1097,7 +1097,7 @@ int rc_cache_create(const struct regcache_params *params,
 		!!(params->flags & RC_CACHE_FLAG_FOLLOWS_PAGE_TABLES);
 	c->pinned = !c->follows_page_tables;
 	c->max_regions = params->max_regions ? params->max_regions
-					     : rc_env_size("REGCACHE_MAX_REGIONS");
+					     : rc_env_size(RC_ENV_MAX_REGIONS);
 	if (!c->max_regions)
 		c->max_regions = RC_DEFAULT_MAX_REGIONS;
 	/* Without a limit of its own, a cache is bounded by the process's

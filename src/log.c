@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "log.h"
 
 static const char *const level_names[] = {
@@ -16,23 +17,20 @@ static const char *const level_names[] = {
 	[RC_LOG_DEBUG] = "debug",
 };
 
-/* -1 until $REGCACHE_LOG was read; a benign race reads it twice. */
+/* -1 until $REGCACHE_LOG was read; a benign race reads it twice. The
+ * order of level_names is the order of its choices in env.c. */
 static atomic_int log_level = -1;
 
 int rc_log_level(void)
 {
 	int level = atomic_load_explicit(&log_level, memory_order_relaxed);
-	const char *env;
 
 	if (rc_likely(level >= 0))
 		return level;
-	level = RC_LOG_WARN;
-	env = getenv("REGCACHE_LOG");
-	if (env) {
-		for (int i = RC_LOG_ERROR; i <= RC_LOG_DEBUG; i++)
-			if (!strcmp(env, level_names[i]))
-				level = i;
-	}
+	/* The default first: a bad value is logged from inside
+	 * rc_env_choice(), which calls back here. */
+	atomic_store_explicit(&log_level, RC_LOG_WARN, memory_order_relaxed);
+	level = rc_env_choice(RC_ENV_LOG);
 	atomic_store_explicit(&log_level, level, memory_order_relaxed);
 	return level;
 }

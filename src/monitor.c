@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "env.h"
+#include "fork.h"
 #include "log.h"
 #include "monitor.h"
 
@@ -37,7 +39,6 @@ struct rc_monitor rc_mon = {
  * while allocating, unmapping or calling a registrar (design rule 1). */
 static pthread_mutex_t mon_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned mon_users;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 /* The published backend is one of two slots; a switch fills the other, so
  * no slot is written while a thread may read it (rc_monitor_active()). */
 static struct rc_monitor_active slots[2];
@@ -168,7 +169,7 @@ static bool backend_wanted(const struct rc_monitor_ops *ops, const char *want)
  * mon_lock held. Always ends with some backend ("none"). */
 static void start_backend(bool any)
 {
-	const char *want = any ? NULL : getenv("REGCACHE_MONITOR");
+	const char *want = any ? NULL : rc_env_str(RC_ENV_MONITOR);
 	bool known = !want || !*want || !strcmp(want, "auto") ||
 		     !strcmp(want, "uffd");
 
@@ -231,10 +232,9 @@ static void atfork_child(void)
 {
 	pthread_mutex_unlock(&mon_lock);
 }
-static void register_atfork(void)
-{
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-}
+static const struct rc_fork_handlers monitor_fork = {
+	atfork_prepare, atfork_parent, atfork_child
+};
 
 /* The guard word lives in a MADV_WIPEONFORK page: any fork, including a raw
  * clone() that bypasses pthread_atfork, hands the child a zeroed page, so the
@@ -265,7 +265,7 @@ int rc_monitor_acquire(void)
 {
 	int ret = 0;
 
-	pthread_once(&atfork_once, register_atfork);
+	rc_fork_enable(RC_FORK_MONITOR, &monitor_fork);
 	pthread_mutex_lock(&mon_lock);
 	if (mon_users == 0) {
 		ret = map_fork_guard();
@@ -554,12 +554,10 @@ static struct {
 	_Atomic uint32_t bell;	/* futex word, moves on every ring */
 	_Atomic bool armed;
 	_Atomic bool rung;
-	pthread_once_t once;
 } waiter = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,
 	.pub_fd = -1,
-	.once = PTHREAD_ONCE_INIT,
 };
 
 static void wake_waiter(void)
@@ -601,10 +599,9 @@ static void waiter_atfork_child(void)
 	atomic_store(&waiter.rung, false);
 }
 
-static void waiter_register_atfork(void)
-{
-	pthread_atfork(NULL, NULL, waiter_atfork_child);
-}
+static const struct rc_fork_handlers waiter_fork = {
+	.child = waiter_atfork_child
+};
 
 /* Arm (or disarm) the backend under the monitor lock, which orders this
  * with fork recovery and ->stop(). */
@@ -697,7 +694,7 @@ int rc_monitor_wait(const struct rc_monitor_cursor *cur, int timeout_ms)
 
 	if (!rc_monitor_current(cur))
 		return 0;
-	pthread_once(&waiter.once, waiter_register_atfork);
+	rc_fork_enable(RC_FORK_WAITER, &waiter_fork);
 	if (timeout_ms < 0) {
 		ret = pthread_mutex_lock(&waiter.lock);
 	} else {

@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fork.h"
 #include "log.h"
 #include "region.h"
 
@@ -118,6 +119,10 @@ static void slots_forked_child(void)
 	rc_my_refs = NULL;
 }
 
+static const struct rc_fork_handlers slots_fork = {
+	.child = slots_forked_child
+};
+
 /* Registering for the expedited private command is per process and
  * idempotent. Where it fails (old kernel, seccomp, valgrind) no thread
  * gets slots: every count is an RMW, correct but slower. */
@@ -133,7 +138,7 @@ static void slots_init(void)
 	}
 	if (pthread_key_create(&slots_key, thread_exit))
 		return;
-	pthread_atfork(NULL, NULL, slots_forked_child);
+	rc_fork_enable(RC_FORK_SLOTS, &slots_fork);
 	rc_store_relaxed(&slots_usable, true);
 }
 

@@ -24,6 +24,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "../src/env.h"
 #include "demo.h"
 #include "rcache_ucx.h"
 
@@ -36,9 +37,9 @@
 static const char *bridge_dir(void)
 {
 	static char installed[1024];	/* short enough for the paths built on it */
-	const char *d = getenv("REGCACHE_BRIDGE_DIR");
+	const char *d = rc_env_str(RC_ENV_BRIDGE_DIR);
 
-	if (d && *d)
+	if (d)
 		return d;
 #ifdef DEMO_LIB_FROM_BINDIR
 	if (installed[0] || demo_installed_path(DEMO_LIB_FROM_BINDIR, "",
@@ -109,13 +110,13 @@ void demo_bridge_child(const struct mode *m, int fd)
 /* In main(), first: if this process is a re-executed child, run it. */
 void demo_bridge_exec_child(void)
 {
-	const char *c = getenv(CHILD_ENV);
+	const char *c = rc_env_str(RC_ENV_DEMO_BRIDGE_CHILD);
 	int idx, fd;
 	unsigned round;
 
 	if (!c || sscanf(c, "%d:%d:%u", &idx, &fd, &round) != 3 || idx < 0 ||
 	    idx >= NMODES || hex_decode(&demo_opt, sizeof(demo_opt),
-					getenv(OPT_ENV)))
+					rc_env_str(RC_ENV_DEMO_BRIDGE_OPT)))
 		return;
 	unsetenv(CHILD_ENV);
 	unsetenv(OPT_ENV);

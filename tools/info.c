@@ -27,6 +27,7 @@
 
 #include <regcache.h>
 
+#include "../src/env.h"
 #include "info.h"
 
 /* As the library's "auto" tries them; a library without the node service's
@@ -331,9 +332,7 @@ int main(int argc, char **argv)
 	 * process, and they must read it before this process does. */
 	fflush(stdout);
 	try_monitors(&in);
-	in.monitor_env = getenv("REGCACHE_MONITOR");
-	if (in.monitor_env && !*in.monitor_env)
-		in.monitor_env = NULL;
+	in.monitor_env = rc_env_str(RC_ENV_MONITOR);
 	in.monitor = monitor_of_new_cache();
 	if (json)
 		info_print_json(&in);

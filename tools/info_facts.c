@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../src/env.h"
 #include "info.h"
 
 #ifndef UFFD_USER_MODE_ONLY
@@ -215,12 +216,12 @@ static bool probe_procmap_query(void)
 /* The node service's socket: present, and does something accept on it? */
 static void probe_socket(struct info *in)
 {
-	const char *env = getenv("REGCACHE_SOCKET");
+	const char *env = rc_env_str(RC_ENV_SOCKET);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	static const int types[] = { SOCK_SEQPACKET, SOCK_STREAM };
 	struct stat st;
 
-	in->socket_from_env = env && *env;
+	in->socket_from_env = env != NULL;
 	copy_text(in->socket_path, sizeof(in->socket_path),
 		  in->socket_from_env ? env : "/run/regcache/regcached.sock");
 	if (stat(in->socket_path, &st)) {
@@ -257,14 +258,14 @@ static void probe_socket(struct info *in)
 /* What the cache does when params.max_bytes is 0 (include/regcache.h). */
 static void memlock_budget(struct info *in)
 {
-	const char *env = getenv("REGCACHE_MAX_BYTES");
+	const char *env = rc_env_str(RC_ENV_MAX_BYTES);
 	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
 
 	in->memlock_known = !getrlimit(RLIMIT_MEMLOCK, &in->memlock);
 	/* io_uring and ibv_reg_mr charge pinned pages to RLIMIT_MEMLOCK
 	 * unless the process has CAP_IPC_LOCK. */
 	in->charged = !has_cap(in, INFO_CAP_IPC_LOCK);
-	if (env && *env) {
+	if (env) {
 		in->default_max_bytes = 0;
 		in->max_bytes_rule = "from REGCACHE_MAX_BYTES";
 	} else if (in->memlock_known &&

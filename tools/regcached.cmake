@@ -12,6 +12,7 @@ add_executable(regcached ${CMAKE_CURRENT_LIST_DIR}/regcached.c
   ${PROJECT_SOURCE_DIR}/src/daemon/log.c
   ${PROJECT_SOURCE_DIR}/src/monitor/bpf_kernel.c
   ${PROJECT_SOURCE_DIR}/src/monitor/vma.c
+  ${PROJECT_SOURCE_DIR}/src/env.c
   ${PROJECT_SOURCE_DIR}/src/log.c)
 # The skeleton is generated in the top directory's scope: depend on its
 # target rather than list the file (a fresh configure would not know it).

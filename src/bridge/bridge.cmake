@@ -6,8 +6,12 @@ if(NOT REGCACHE_BRIDGES OR NOT CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
   return()
 endif()
 
+# Each bridge has its own hidden copy of the environment table (env.c) and
+# the log it warns through (log.c): the library keeps its copies hidden.
+set(regcache_bridge_env ${PROJECT_SOURCE_DIR}/src/env.c
+  ${PROJECT_SOURCE_DIR}/src/log.c)
 add_library(regcache-ucx SHARED ${CMAKE_CURRENT_LIST_DIR}/ucx.c
-  ${CMAKE_CURRENT_LIST_DIR}/find.c)
+  ${CMAKE_CURRENT_LIST_DIR}/find.c ${regcache_bridge_env})
 target_link_libraries(regcache-ucx PRIVATE regcache Threads::Threads ${CMAKE_DL_LIBS})
 set_target_properties(regcache-ucx PROPERTIES C_VISIBILITY_PRESET hidden
   VERSION ${PROJECT_VERSION} SOVERSION 0)
@@ -15,7 +19,7 @@ set_target_properties(regcache-ucx PROPERTIES C_VISIBILITY_PRESET hidden
 find_path(REGCACHE_FABRIC_INCLUDE rdma/fi_ext.h)
 if(REGCACHE_FABRIC_INCLUDE)
   add_library(regcache-fabric SHARED ${CMAKE_CURRENT_LIST_DIR}/fabric.c
-    ${CMAKE_CURRENT_LIST_DIR}/find.c)
+    ${CMAKE_CURRENT_LIST_DIR}/find.c ${regcache_bridge_env})
   # Versions for the interposed libfabric entry points (fabric.map).
   target_link_options(regcache-fabric PRIVATE
     -Wl,--version-script=${CMAKE_CURRENT_LIST_DIR}/fabric.map)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* What the bridge libraries (ucx.c, fabric.c) share: visibility and the
- * one-line messages they print. They use only regcache's public API. */
+ * one-line messages they print. They use only regcache's public API, and
+ * read their settings through their own hidden copy of the environment
+ * table (env.c, with log.c for its warnings; bridge.cmake). */
 #ifndef RC_BRIDGE_H
 #define RC_BRIDGE_H
 
@@ -9,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../env.h"
+#include "../log.h"
 
 #define rc_bridge_hidden __attribute__((visibility("hidden")))
 #define rc_bridge_export __attribute__((visibility("default")))
@@ -24,8 +29,7 @@
 /* Printed with REGCACHE_LOG=info or debug: what the bridge set up. */
 #define rc_bridge_info(...)                                                  \
 	do {                                                                 \
-		const char *l_ = getenv("REGCACHE_LOG");                     \
-		if (l_ && (!strcmp(l_, "info") || !strcmp(l_, "debug")))     \
+		if (rc_env_choice(RC_ENV_LOG) >= RC_LOG_INFO)                \
 			rc_bridge_log(__VA_ARGS__);                          \
 	} while (0)
 

@@ -482,7 +482,7 @@ static bool listed(const char *list, unsigned major, unsigned minor)
  */
 static bool version_known(void *h, unsigned *major, unsigned *minor)
 {
-	const char *env = getenv("REGCACHE_FABRIC_VERSIONS");
+	const char *env = rc_env_str(RC_ENV_FABRIC_VERSIONS);
 	fi_version_fn *fv = (fi_version_fn *)dlsym(h, "fi_version");
 	char list[64];
 	uint32_t v;
@@ -511,7 +511,6 @@ rc_bridge_export int regcache_fabric_import(void)
 {
 	static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
 	const char *env = getenv("FI_MR_CACHE_MONITOR");
-	const char *pin_check = getenv("REGCACHE_FABRIC_PIN_CHECK");
 	fi_open_fn *fo = NULL;
 	unsigned major = 0, minor = 0;
 	struct fid *cache_fid;
@@ -551,7 +550,7 @@ rc_bridge_export int regcache_fabric_import(void)
 		ret = -ENOTSUP;
 		goto destroy;
 	}
-	fb.pin_check = !pin_check || strcmp(pin_check, "0");
+	fb.pin_check = rc_env_bool(RC_ENV_FABRIC_PIN_CHECK);
 	fb.poll_ns = 1000000;
 	fb.mon.fid.fclass = FI_CLASS_MEM_MONITOR;
 	fb.mon.export_ops = &export_ops;
@@ -600,9 +599,7 @@ rc_bridge_export int regcache_fabric_bridge_stats(unsigned long out[3])
 
 static bool import_wanted(void)
 {
-	const char *want = getenv("REGCACHE_FABRIC_IMPORT");
-
-	return !want || *want != '0';
+	return rc_env_bool(RC_ENV_FABRIC_IMPORT);
 }
 
 /* Into a program linked with libfabric: before main() can open a domain.

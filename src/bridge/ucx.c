@@ -386,14 +386,14 @@ static enum ucx_bridge_mode choose_mode(const char *unreached, bool forced)
 
 static void start_thread(void)
 {
-	const char *poll = getenv("REGCACHE_UCX_POLL_US");
-	const char *linger = getenv("REGCACHE_UCX_LINGER_US");
+	bool poll;
+	long long poll_us = rc_env_time(RC_ENV_UCX_POLL_US, &poll);
 
 	/* 0: sleep in regcache_subscriber_wait(). */
-	ub.poll_ns = poll ? atol(poll) * 1000 : 0;
+	ub.poll_ns = poll ? poll_us * 1000 : 0;
 	if (poll && (ub.poll_ns <= 0 || ub.poll_ns >= 1000000000))
 		ub.poll_ns = 20000;
-	ub.linger_ns = (linger ? atol(linger) : 2000) * 1000;
+	ub.linger_ns = rc_env_time(RC_ENV_UCX_LINGER_US, NULL) * 1000;
 	/* Unmapped at exit: a change that wakes the thread. */
 	ub.wake_page = mmap(NULL, ub.page_mask + 1, PROT_NONE,
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -412,7 +412,6 @@ static void start_thread(void)
 static void setup(void)
 {
 	const char *hook_mode = getenv("UCX_MEM_MMAP_HOOK_MODE");
-	const char *force = getenv("REGCACHE_UCX_THREAD");
 	bool hooks_off = hook_mode && !strcmp(hook_mode, "none");
 	const char *unreached;
 	unsigned version = 0;
@@ -454,7 +453,7 @@ static void setup(void)
 		return;
 	}
 	ub.caps = regcache_subscriber_caps(ub.sub);
-	ub.mode = choose_mode(unreached, force && *force == '1');
+	ub.mode = choose_mode(unreached, rc_env_bool(RC_ENV_UCX_THREAD));
 	switch (ub.mode) {
 	case UCX_ALONE:
 		rc_bridge_log("regcache-ucx: regcache monitor \"%s\" reports "

@@ -17,6 +17,7 @@
 #include <linux/bpf.h>
 
 #include "bpf_set.h"
+#include "env.h"
 #include "log.h"
 #include "monitor/bpf_kernel.h"
 #include "rc_node.skel.h"
@@ -93,7 +94,7 @@ int rcd_bpf_open(struct rcd_bpf **out, char *why, size_t why_len)
 		return -ENOMEM;
 	if (rc_bpf_attach_wanted(&want)) {
 		snprintf(why, why_len, "REGCACHE_BPF_ATTACH=%s is not auto, "
-			 "fentry or syscalls", getenv("REGCACHE_BPF_ATTACH"));
+			 "fentry or syscalls", rc_env_str(RC_ENV_BPF_ATTACH));
 		free(b);
 		return -EINVAL;
 	}

@@ -41,6 +41,8 @@
 
 #include "../log.h"
 #include "../base/clock.h"
+#include "../env.h"
+#include "../fork.h"
 #include "monitor.h"
 #include "bpf_files.h"
 #include "bpf_kernel.h"
@@ -77,7 +79,6 @@ static struct bpf_backend {
 	.files = RC_BPF_FILES_INIT,
 };
 
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /*
  * VMA facts: the last few VMAs that ->watch() found private, anonymous and
@@ -251,8 +252,8 @@ static void atfork_child(void)
  * its lock locked forever in the child (the owner does not exist there),
  * and the child's first watch of a shared mapping would hang: hold it
  * across fork.
- * Nothing takes the monitor lock while holding files.lock, so the order
- * against monitor.c's own prepare handler cannot deadlock. */
+ * fork.h takes it after the monitor lock: nothing takes the monitor lock
+ * while holding files.lock. */
 static void atfork_prepare(void)
 {
 	pthread_mutex_lock(&ebpf.files.lock);
@@ -273,10 +274,9 @@ static void atfork_child_unlock(void)
 	atfork_child();
 }
 
-static void register_atfork(void)
-{
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child_unlock);
-}
+static const struct rc_fork_handlers bpf_fork = {
+	atfork_prepare, atfork_parent, atfork_child_unlock
+};
 
 /* Release everything start() made; safe on a partial start. */
 static void teardown(bool in_child)
@@ -607,14 +607,14 @@ static int bpf_start(struct rc_monitor *mon)
 	if (rc_bpf_attach_wanted(&want)) {
 		rc_info("eBPF monitor unavailable: REGCACHE_BPF_ATTACH=%s is "
 			"not auto, fentry or syscalls",
-			getenv("REGCACHE_BPF_ATTACH"));
+			rc_env_str(RC_ENV_BPF_ATTACH));
 		return -EINVAL;
 	}
-	pthread_once(&atfork_once, register_atfork);
+	rc_fork_enable(RC_FORK_BPF, &bpf_fork);
 	ebpf.page = sysconf(_SC_PAGESIZE);
 	ebpf.tgid = 0;
 	/* Tests prove that the headroom alone covers a lost record. */
-	ebpf.ignore_drops = getenv("REGCACHE_BPF_IGNORE_DROPS") != NULL;
+	ebpf.ignore_drops = rc_env_flag(RC_ENV_BPF_IGNORE_DROPS);
 
 	libbpf_last[0] = 0;
 	old_print = libbpf_set_print(libbpf_log);
@@ -646,7 +646,7 @@ static int bpf_start(struct rc_monitor *mon)
 	libbpf_set_print(old_print);
 	restore_memlock(&memlock);
 
-	rc_vma_source_open(&ebpf.vmas, "REGCACHE_BPF_NO_PROCMAP_QUERY");
+	rc_vma_source_open(&ebpf.vmas, RC_ENV_BPF_NO_PROCMAP_QUERY);
 	files_problem = rc_bpf_files_open(&ebpf.files);
 	if (ebpf.file_hook && files_problem)
 		rc_info("eBPF monitor: %s: some shared and file mappings are "

@@ -141,7 +141,7 @@ static bool base_live(struct rc_bpf_files *f, const struct rc_bpf_file_key *key,
 	__u64 addr = base + lo * RC_PAGE, end = base + hi * RC_PAGE;
 
 	if (f->vmas.maps_fd < 0)
-		rc_vma_source_open(&f->vmas, "REGCACHE_BPF_NO_PROCMAP_QUERY");
+		rc_vma_source_open(&f->vmas, RC_ENV_BPF_NO_PROCMAP_QUERY);
 	if (end < addr)
 		return true;	/* wraps: not worth deciding */
 	for (int i = 0; i < 64 && addr < end; i++) {

@@ -10,6 +10,7 @@
 #include <bpf/btf.h>
 #include <linux/bpf.h>
 
+#include "../env.h"
 #include "bpf_kernel.h"
 
 const char *rc_bpf_attach_name(enum rc_bpf_attach mode)
@@ -27,17 +28,16 @@ const char *rc_bpf_attach_name(enum rc_bpf_attach mode)
 
 int rc_bpf_attach_wanted(enum rc_bpf_attach *want)
 {
-	const char *env = getenv("REGCACHE_BPF_ATTACH");
+	/* The order of env.c's choices. */
+	static const enum rc_bpf_attach modes[] = {
+		RC_BPF_ATTACH_AUTO, RC_BPF_ATTACH_FENTRY, RC_BPF_ATTACH_SYSCALLS
+	};
+	int i = rc_env_choice_strict(RC_ENV_BPF_ATTACH);
 
 	*want = RC_BPF_ATTACH_AUTO;
-	if (!env || !*env || !strcmp(env, "auto"))
-		return 0;
-	if (!strcmp(env, "fentry"))
-		*want = RC_BPF_ATTACH_FENTRY;
-	else if (!strcmp(env, "syscalls"))
-		*want = RC_BPF_ATTACH_SYSCALLS;
-	else
+	if (i < 0)
 		return -EINVAL;
+	*want = modes[i];
 	return 0;
 }
 

@@ -40,10 +40,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../budget.h"
 #include "../abi/fdpass.h"
 #include "../base/clock.h"
 #include "../daemon/protocol.h"
+#include "../env.h"
+#include "../fork.h"
 #include "../log.h"
 #include "bpf/rc_bpf_abi.h"
 #include "monitor.h"
@@ -60,10 +61,6 @@
 /* Watches already granted, remembered so a miss on the same file costs no
  * round trip. */
 #define RCD_KNOWN_FILES 64
-/* How long a daemon may stay away before we fall back to another
- * backend; $REGCACHE_REGCACHED_FALLBACK_MS overrides, 0: never. */
-#define RCD_FALLBACK_MS 5000
-
 static struct rcd_backend {
 	/* Socket use (requests, reconnect); never held by pull. */
 	pthread_mutex_t sock_lock;
@@ -102,12 +99,10 @@ static struct rcd_backend {
 	.dead_gen = 1,
 };
 
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
 /* A fork while another thread is inside watch() would leave sock_lock
  * locked forever in the child: hold it across fork. ring_lock is free
- * then: pull holds it only under the monitor lock, which monitor.c holds
- * across fork, and watch only under sock_lock. */
+ * then: pull holds it only under the monitor lock, and watch only under
+ * sock_lock, both held across fork (fork.h). */
 static void atfork_prepare(void)
 {
 	pthread_mutex_lock(&rb.sock_lock);
@@ -118,21 +113,20 @@ static void atfork_release(void)
 	pthread_mutex_unlock(&rb.sock_lock);
 }
 
-static void register_atfork(void)
-{
-	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
-}
+static const struct rc_fork_handlers regcached_fork = {
+	atfork_prepare, atfork_release, atfork_release
+};
 
 static const char *socket_path(void)
 {
-	const char *p = getenv("REGCACHE_SOCKET");
+	const char *p = rc_env_str(RC_ENV_SOCKET);
 
-	return p && *p ? p : RCD_SOCKET_DEFAULT;
+	return p ? p : RCD_SOCKET_DEFAULT;
 }
 
 static long reply_timeout_ms(void)
 {
-	size_t ms = rc_env_size("REGCACHE_REGCACHED_TIMEOUT_MS");
+	size_t ms = rc_env_size(RC_ENV_REGCACHED_TIMEOUT_MS);
 
 	return ms ? (long)ms : RCD_TIMEOUT_MS;
 }
@@ -259,19 +253,9 @@ static void teardown(bool in_child)
 
 static long fallback_ms(void)
 {
-	const char *e = getenv("REGCACHE_REGCACHED_FALLBACK_MS");
-	char *end;
-	long ms;
+	long long ms = rc_env_time(RC_ENV_REGCACHED_FALLBACK_MS, NULL);
 
-	if (!e || !*e)
-		return RCD_FALLBACK_MS;
-	ms = strtol(e, &end, 10);
-	if (*end || ms < 0) {
-		rc_warn("REGCACHE_REGCACHED_FALLBACK_MS=%s is not a number of "
-			"milliseconds; using %d", e, RCD_FALLBACK_MS);
-		return RCD_FALLBACK_MS;
-	}
-	return ms ? ms : -1;
+	return ms ? (long)ms : -1;
 }
 
 static int rcd_start(struct rc_monitor *mon)
@@ -281,7 +265,7 @@ static int rcd_start(struct rc_monitor *mon)
 	double t0 = rc_now_ms();
 	int ret;
 
-	pthread_once(&atfork_once, register_atfork);
+	rc_fork_enable(RC_FORK_REGCACHED, &regcached_fork);
 	rb.fallback_ms = fallback_ms();
 	snprintf(rb.path, sizeof(rb.path), "%s", socket_path());
 	rb.ring.page = sysconf(_SC_PAGESIZE);
@@ -291,7 +275,7 @@ static int rcd_start(struct rc_monitor *mon)
 		rb.sock = -1;
 		rc_info("regcached: no daemon answers at %s (%s)%s", rb.path,
 			strerror(-ret),
-			getenv("REGCACHE_SOCKET") ? "" :
+			rc_env_str(RC_ENV_SOCKET) ? "" :
 			"; REGCACHE_SOCKET names another socket");
 		return ret;
 	}
@@ -311,7 +295,7 @@ static int rcd_start(struct rc_monitor *mon)
 	ret = self_test();
 	if (ret)
 		goto fail;
-	rc_vma_source_open(&rb.vmas, "REGCACHE_BPF_NO_PROCMAP_QUERY");
+	rc_vma_source_open(&rb.vmas, RC_ENV_BPF_NO_PROCMAP_QUERY);
 	learn_shmem_dev();
 	rb.dead_gen = 1;
 	mon->caps = (struct rc_monitor_caps){

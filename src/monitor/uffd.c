@@ -54,6 +54,8 @@
 #endif
 
 #include "../base/clock.h"
+#include "../env.h"
+#include "../fork.h"
 #include "../log.h"
 #include "monitor.h"
 #include "ranges.h"
@@ -130,8 +132,6 @@ static struct uffd_backend {
 } uffd = { .fd = -1, .stop_fd = -1, .solo_fd = -1, .vmas = { .maps_fd = -1 },
 	   .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
 /* A fork while another thread holds uffd.lock would leave it locked in the
  * child forever. */
 static void atfork_prepare(void)
@@ -142,10 +142,9 @@ static void atfork_release(void)
 {
 	pthread_mutex_unlock(&uffd.lock);
 }
-static void register_atfork(void)
-{
-	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
-}
+static const struct rc_fork_handlers uffd_fork = {
+	atfork_prepare, atfork_release, atfork_release
+};
 
 /* ---------------------------------------------------------------------
  * The monitor thread
@@ -313,7 +312,7 @@ static bool own_file_table(void)
 			keep[j] = keep[j - 1];
 			keep[j - 1] = t;
 		}
-	if (getenv("REGCACHE_UFFD_SHARED_FDS") ||
+	if (rc_env_flag(RC_ENV_UFFD_SHARED_FDS) ||
 	    close_range((unsigned)keep[2] + 1, ~0u, CLOSE_RANGE_UNSHARE))
 		return false;
 	for (int i = 0; i < 3; i++) {
@@ -1047,7 +1046,7 @@ static int solo_open_event(pid_t tid)
 		.exclude_hv = 1,
 	};
 
-	if (getenv("REGCACHE_UFFD_ALWAYS_PROBE"))
+	if (rc_env_flag(RC_ENV_UFFD_ALWAYS_PROBE))
 		return -1;
 	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1,
 			    PERF_FLAG_FD_CLOEXEC);
@@ -1065,7 +1064,7 @@ static void solo_start(void)
 	uffd.solo_fd = -1;
 	uffd.solo_ring = NULL;
 	if (fd < 0) {
-		if (!getenv("REGCACHE_UFFD_ALWAYS_PROBE"))
+		if (!rc_env_flag(RC_ENV_UFFD_ALWAYS_PROBE))
 			rc_debug("userfaultfd monitor: perf_event_open refused: "
 				 "every hit probes");
 		return;
@@ -1262,7 +1261,7 @@ static int uffd_start(struct rc_monitor *mon)
 			"that valgrind never schedules)" RC_UFFD_SEE_INFO);
 		return -EOPNOTSUPP;
 	}
-	pthread_once(&atfork_once, register_atfork);
+	rc_fork_enable(RC_FORK_UFFD, &uffd_fork);
 	uffd.page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uffd.fd = open_uffd();
 	if (uffd.fd < 0) {
@@ -1291,7 +1290,7 @@ static int uffd_start(struct rc_monitor *mon)
 			RC_UFFD_SEE_INFO, strerror(-ret));
 		goto fail;
 	}
-	rc_vma_source_open(&uffd.vmas, "REGCACHE_UFFD_NO_PROCMAP_QUERY");
+	rc_vma_source_open(&uffd.vmas, RC_ENV_UFFD_NO_PROCMAP_QUERY);
 
 	/* The sentinel proves that WP registration works (Linux 5.7+ for
 	 * anonymous memory) and is what ->validate() probes. */
@@ -1309,7 +1308,7 @@ static int uffd_start(struct rc_monitor *mon)
 	}
 	rc_store_relaxed(&uffd.zeropage_probe,
 			 (api.ioctls & (1ull << _UFFDIO_ZEROPAGE)) &&
-				 !getenv("REGCACHE_UFFD_WP_PROBE"));
+				 !rc_env_flag(RC_ENV_UFFD_WP_PROBE));
 	ret = register_sentinel();
 	if (!ret)
 		ret = probe();
@@ -1319,7 +1318,7 @@ static int uffd_start(struct rc_monitor *mon)
 			"needed)" RC_UFFD_SEE_INFO, strerror(-ret));
 		goto fail;
 	}
-	uffd.empty_probe = !getenv("REGCACHE_UFFD_SENTINEL_PROBE") &&
+	uffd.empty_probe = !rc_env_flag(RC_ENV_UFFD_SENTINEL_PROBE) &&
 			   empty_probe_works();
 	if (!uffd.empty_probe)
 		rc_debug("hits probe the sentinel page (%s)",
@@ -1334,7 +1333,7 @@ static int uffd_start(struct rc_monitor *mon)
 	atomic_store_explicit(&uffd.stopping, false, memory_order_relaxed);
 	atomic_store_explicit(&uffd.map_gen, 1, memory_order_relaxed);
 	atomic_store_explicit(&uffd.app_cpu, -1, memory_order_relaxed);
-	uffd.follow_cpu = !getenv("REGCACHE_UFFD_NO_FOLLOW_CPU");
+	uffd.follow_cpu = !rc_env_flag(RC_ENV_UFFD_NO_FOLLOW_CPU);
 	uffd.pinned_cpu = -1;
 	uffd.solo_tid = (pid_t)syscall(SYS_gettid);
 	uffd.solo_fd = -1;

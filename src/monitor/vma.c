@@ -41,14 +41,14 @@ int rc_vma_source_open_pid(struct rc_vma_source *src, pid_t pid,
 	return -err;
 }
 
-void rc_vma_source_open(struct rc_vma_source *src, const char *disable_env)
+void rc_vma_source_open(struct rc_vma_source *src, enum rc_env_id disable)
 {
-	bool disabled = disable_env && getenv(disable_env);
+	bool disabled = rc_env_flag(disable);
 	int err = -rc_vma_source_open_pid(src, 0, !disabled);
 
 	if (disabled)
 		rc_info("PROCMAP_QUERY disabled by %s: each miss reads "
-			"/proc/self/maps", disable_env);
+			"/proc/self/maps", rc_env_table[disable].name);
 	else if (src->maps_fd < 0)
 		rc_info("cannot open /proc/self/maps (%s): each miss opens it "
 			"again", strerror(err));

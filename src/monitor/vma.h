@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "../compat.h"
+#include "../env.h"
 
 /* PROCMAP_QUERY is not in Debian 12's headers: the kernel's layout. */
 struct rc_procmap_query {
@@ -50,10 +51,10 @@ struct rc_vma_source {
 	char path[32];
 };
 
-/* Open /proc/self/maps and probe PROCMAP_QUERY; $@disable_env set forces
- * the text fallback (for tests). Logs the fallback at info level. */
+/* Open /proc/self/maps and probe PROCMAP_QUERY; the flag @disable set
+ * forces the text fallback (for tests). Logs the fallback at info level. */
 rc_hidden void rc_vma_source_open(struct rc_vma_source *src,
-				  const char *disable_env);
+				  enum rc_env_id disable);
 /* The same for process @pid (0: this one), without a log line (the node
  * service reads its clients' maps). @procmap false forces the text.
  * Returns 0, or the -errno of the open or of the PROCMAP_QUERY probe (the

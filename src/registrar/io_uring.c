@@ -19,6 +19,7 @@
 
 #include "../base/clock.h"
 #include "../cache.h"
+#include "../env.h"
 #include "../log.h"
 
 /* The kernel's limit on fixed buffers per ring (IORING_MAX_REG_BUFFERS). */
@@ -332,7 +333,7 @@ static int create(struct io_uring *ring, unsigned first, unsigned count,
  */
 static int register_empty_table(struct io_uring *ring, unsigned n)
 {
-	bool forced = getenv("REGCACHE_URING_NO_SPARSE") != NULL;
+	bool forced = rc_env_flag(RC_ENV_URING_NO_SPARSE);
 	struct iovec *empty;
 	int ret = -EINVAL;
 

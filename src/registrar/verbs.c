@@ -18,8 +18,8 @@
 
 #include <regcache/verbs.h>
 
-#include "../budget.h"
 #include "../cache.h"
+#include "../env.h"
 #include "../log.h"
 
 /* Access bits that select one implicit ODP MR (LOCAL_WRITE is always among
@@ -206,18 +206,14 @@ static int odp_reg(struct rc_verbs *v, void *addr, size_t len,
  * so that an administrator can turn ODP off without a rebuild. */
 static enum rc_verbs_mode wanted_mode(unsigned flags)
 {
-	const char *env = getenv("REGCACHE_VERBS_ODP");
+	/* The order of env.c's choices; -1: unset or malformed. */
+	static const enum rc_verbs_mode modes[] = {
+		RC_ODP_AUTO, RC_ODP_IMPLICIT, RC_ODP_OFF
+	};
+	int i = rc_env_choice(RC_ENV_VERBS_ODP);
 
-	if (env && *env) {
-		if (!strcmp(env, "implicit"))
-			return RC_ODP_IMPLICIT;
-		if (!strcmp(env, "off"))
-			return RC_ODP_OFF;
-		if (!strcmp(env, "auto"))
-			return RC_ODP_AUTO;
-		rc_warn("ignoring REGCACHE_VERBS_ODP=%s: expected implicit, "
-			"off or auto", env);
-	}
+	if (i >= 0)
+		return modes[i];
 	if (flags & REGCACHE_VERBS_FLAG_ODP_IMPLICIT)
 		return RC_ODP_IMPLICIT;
 	if (flags & REGCACHE_VERBS_FLAG_ODP_OFF)
@@ -288,7 +284,7 @@ static void apply_device_limits(struct rc_verbs *v,
 	size_t max_mr = attr->orig_attr.max_mr > 0
 				? (size_t)attr->orig_attr.max_mr : 0;
 	size_t asked = p->max_regions ? p->max_regions
-				      : rc_env_size("REGCACHE_MAX_REGIONS");
+				      : rc_env_size(RC_ENV_MAX_REGIONS);
 
 	v->max_mr_size = attr->orig_attr.max_mr_size;
 	v->odp_general = attr->odp_caps.general_caps;
