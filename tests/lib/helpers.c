@@ -205,6 +205,16 @@ struct regcache *t_uring_cache(struct io_uring *ring, unsigned flags,
 	return c;
 }
 
+struct regcache *t_monitor_cache(struct io_uring *ring)
+{
+	struct regcache *c;
+
+	t_ring_init(ring);
+	c = t_uring_cache(ring, 0, 0, 0);
+	t_monitor_require();
+	return c;
+}
+
 static unsigned char pattern_byte(unsigned seed, size_t i)
 {
 	return (unsigned char)((seed * 131u + i * 7u + (i >> 8)) | 1u);
@@ -478,6 +488,14 @@ void *t_map_small_pages(size_t len)
 	return p;
 }
 
+void t_remap(void *buf, size_t len)
+{
+	T_REQUIRE(munmap(buf, len) == 0);
+	T_REQUIRE(mmap(buf, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+		       0) == buf);
+}
+
 char *t_map_until(void *want, size_t len)
 {
 	for (long spins = 0; spins < 20000; spins++) {
@@ -492,6 +510,34 @@ char *t_map_until(void *want, size_t len)
 		sched_yield();
 	}
 	return NULL;
+}
+
+long t_get_hits(struct regcache *c, void *buf, size_t len,
+		struct regcache_region **r)
+{
+	struct regcache_stats st, st2;
+
+	regcache_get_stats(c, &st);
+	T_REQUIRE(regcache_get(c, buf, len, 0, r) == 0);
+	regcache_get_stats(c, &st2);
+	return (long)(st2.hits - st.hits);
+}
+
+int t_fork_wait(int (*fn)(void *arg), void *arg, bool die_with_parent)
+{
+	pid_t parent = getpid(), pid;
+	int status;
+
+	fflush(stdout);
+	pid = fork();
+	T_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		if (die_with_parent)
+			t_die_with_parent(parent);
+		_exit(fn(arg));
+	}
+	T_REQUIRE(waitpid(pid, &status, 0) == pid);
+	return status;
 }
 
 double t_now(void)

@@ -143,6 +143,9 @@ void t_uring_require_registrable(void *buf, size_t len, const char *what);
 /* A cache on @ring with the given flags and limits. */
 struct regcache *t_uring_cache(struct io_uring *ring, unsigned flags,
 			       size_t max_regions, size_t max_bytes);
+/* The monitor tests' cache: @ring set up, a cache on it with no flags and
+ * no limits, and the monitor under test running (t_monitor_require()). */
+struct regcache *t_monitor_cache(struct io_uring *ring);
 
 /*
  * The DMA oracle: write @len bytes of a pattern derived from @seed into a
@@ -198,11 +201,33 @@ void *t_map(size_t len);
  * them in: THP "always"). */
 void *t_map_small_pages(size_t len);
 
+/* munmap [@buf, @buf+@len) and map fresh anonymous pages at the same
+ * address (MAP_FIXED_NOREPLACE: nothing else took it in between); exits
+ * FAIL if either fails. The change under a cached region that a monitor
+ * must see. */
+void t_remap(void *buf, size_t len);
+
 /* mmap(NULL, @len) until the kernel hands back @want, which another thread
  * is unmapping: every other address is given back at once. Returns @want,
  * mapped; NULL after 20000 tries, when another thread (a monitor's, a
  * sanitizer's) took the hole first and keeps it. */
 char *t_map_until(void *want, size_t len);
+
+/*
+ * regcache_get(@c, @buf, @len, 0, @r), which must succeed (else exit
+ * FAIL): returns by how much the cache's hit count moved across it, 1 for
+ * a hit and 0 for a miss when no other thread gets meanwhile.
+ */
+long t_get_hits(struct regcache *c, void *buf, size_t len,
+		struct regcache_region **r);
+
+/*
+ * Run @fn(@arg) in a forked child, which exits with what @fn returns, and
+ * wait for it; returns its wait status. Stdout is flushed first, so that
+ * the child does not print again what this process buffered. With
+ * @die_with_parent the child calls t_die_with_parent() first.
+ */
+int t_fork_wait(int (*fn)(void *arg), void *arg, bool die_with_parent);
 
 /* Seconds on CLOCK_MONOTONIC: for deadlines and elapsed times. */
 double t_now(void);
