@@ -832,6 +832,57 @@ bool t_prep_read_visible(struct io_uring *ring, struct regcache *c, void *buf,
 	return oracle_seen(fds, ret, t_prep_byte, seed, buf, len);
 }
 
+_Atomic long t_null_regs, t_null_deregs;
+static _Atomic(struct t_null_handle *) null_handles;
+
+static int null_reg(void *ctx, void *addr, size_t len, unsigned access,
+		    void **handle)
+{
+	struct t_null_handle *h = malloc(sizeof(*h));
+
+	(void)ctx, (void)addr, (void)len, (void)access;
+	if (!h)
+		return -ENOMEM;
+	atomic_store(&h->live, 1);
+	h->pid = getpid();
+	h->next = atomic_load(&null_handles);
+	while (!atomic_compare_exchange_weak(&null_handles, &h->next, h))
+		;
+	atomic_fetch_add(&t_null_regs, 1);
+	*handle = h;
+	return 0;
+}
+
+static void null_dereg(void *ctx, void *handle)
+{
+	struct t_null_handle *h = handle;
+
+	(void)ctx;
+	if (!atomic_exchange(&h->live, 0)) {
+		fprintf(stderr, "double deregistration\n");
+		abort();
+	}
+	atomic_fetch_add(&t_null_deregs, 1);
+}
+
+const struct regcache_ops t_null_ops = {
+	.reg = null_reg,
+	.dereg = null_dereg,
+};
+
+struct regcache *t_null_cache(size_t max_regions)
+{
+	struct regcache_params p = {
+		.ops = &t_null_ops,
+		.flags = REGCACHE_FLAG_EXPLICIT_INVALIDATE,
+		.max_regions = max_regions,
+	};
+	struct regcache *c;
+
+	T_REQUIRE(regcache_create(&p, &c) == 0);
+	return c;
+}
+
 /* A registrar that holds one registration in flight. */
 static pthread_mutex_t pending_m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pending_cv = PTHREAD_COND_INITIALIZER;

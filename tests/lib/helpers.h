@@ -283,6 +283,26 @@ bool t_registrar_same_pages(struct t_registrar *t,
 			    struct regcache_region *region, const void *addr);
 
 /*
+ * The null registrar: registers nothing; each handle records whether it
+ * is registered and which process registered it, so that a test can ask
+ * what a get served. Handles are never freed (a holder may still look at
+ * one after the cache deregistered it) and all stay reachable from a
+ * list, so LeakSanitizer does not call them leaks. A second
+ * deregistration of a handle aborts.
+ */
+struct t_null_handle {
+	_Atomic int live;
+	pid_t pid;
+	struct t_null_handle *next;
+};
+extern const struct regcache_ops t_null_ops;
+/* Registrations and deregistrations so far, in this process. */
+extern _Atomic long t_null_regs, t_null_deregs;
+/* A cache on t_null_ops with REGCACHE_FLAG_EXPLICIT_INVALIDATE (nothing
+ * to monitor: the tests invalidate themselves) and @max_regions. */
+struct regcache *t_null_cache(size_t max_regions);
+
+/*
  * A change under a cached region, proven with DMA (the monitor tests):
  *   1. t_case_begin: get + put caches [buf, buf+len); a second get hits and
  *      is held.
