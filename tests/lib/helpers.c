@@ -940,6 +940,51 @@ void t_pending_release(void)
 	pthread_mutex_unlock(&pending_m);
 }
 
+static struct {
+	struct regcache *c;
+	void *buf;
+	size_t len;
+	int ret;
+	pthread_t th;
+} pending_get;
+
+static void *pending_getter(void *arg)
+{
+	struct regcache_region *r;
+
+	(void)arg;
+	pending_get.ret = regcache_get(pending_get.c, pending_get.buf,
+				       pending_get.len, 0, &r);
+	if (pending_get.ret == 0)
+		regcache_put(pending_get.c, r);
+	return NULL;
+}
+
+struct regcache *t_pending_get_start(struct t_registrar *t, void *buf,
+				     size_t len)
+{
+	struct regcache_params p = {
+		.ops = &t_pending_ops, .ctx = t,
+		.flags = REGCACHE_FLAG_EXPLICIT_INVALIDATE,
+	};
+
+	t_registrar_init(t, 64);
+	T_REQUIRE(regcache_create(&p, &pending_get.c) == 0);
+	pending_get.buf = buf;
+	pending_get.len = len;
+	t_pending_arm();
+	T_REQUIRE(pthread_create(&pending_get.th, NULL, pending_getter,
+				 NULL) == 0);
+	t_pending_wait();
+	return pending_get.c;
+}
+
+int t_pending_get_join(void)
+{
+	T_REQUIRE(pthread_join(pending_get.th, NULL) == 0);
+	return pending_get.ret;
+}
+
 /* The start of the file at @path as a string; empty if it cannot be read. */
 static void read_text(const char *path, char *buf, size_t size)
 {

@@ -381,6 +381,17 @@ extern const struct regcache_ops t_pending_ops;
 void t_pending_arm(void);
 void t_pending_wait(void);
 void t_pending_release(void);
+/*
+ * The registration in flight: set up @t (64 slots) and a cache on
+ * t_pending_ops over it with REGCACHE_FLAG_EXPLICIT_INVALIDATE; arm, and
+ * start a thread whose get of [@buf, @buf+@len) misses and waits inside
+ * ops->reg; return once it waits. After t_pending_release(),
+ * t_pending_get_join() returns what that get returned (the thread puts
+ * the region it got).
+ */
+struct regcache *t_pending_get_start(struct t_registrar *t, void *buf,
+				     size_t len);
+int t_pending_get_join(void);
 
 /* (churn.c) get [buf, buf+len), DMA-check it, put; a failed get or a stale
  * byte is reported and counted in t_failures (returns false). */
