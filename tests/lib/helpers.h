@@ -403,4 +403,26 @@ bool t_get_dma_checked(struct io_uring *ring, struct regcache *c, char *buf,
 void t_churn_scenario(struct io_uring *ring, struct regcache *c, char *buf,
 		      size_t len);
 
+/*
+ * (churn.c) The reuse race: an unmapping thread (t_reuse_unmapper) unmaps
+ * a cached range X while this thread maps until it gets X back
+ * (t_map_until) and gets it again. Such a get must miss, and DMA through
+ * it (every 16th reuse, and every hit) must be visible; a hit or a DMA
+ * that went elsewhere counts as stale.
+ */
+struct t_reuse_race {
+	struct io_uring *ring;
+	struct regcache *cache;
+	size_t len;
+	_Atomic(char *) victim;	/* X, published for the unmapper */
+	_Atomic int go, stop;	/* for the unmapper: start, return */
+	/* Counted by the last t_reuse_race_run(). */
+	long reuses, misses, dma_checked, stale;
+};
+/* The unmapping thread's body (@arg: the struct t_reuse_race): waits for
+ * go, then unmaps each X published until stop. */
+void *t_reuse_unmapper(void *arg);
+/* Race until @want reuses, counted in @k; returns the stale gets. */
+long t_reuse_race_run(struct t_reuse_race *k, long want);
+
 #endif
