@@ -58,13 +58,14 @@ static bool fentry_attaches(char *why, size_t len)
 
 /* In a child: REGCACHE_BPF_ATTACH=@mode (NULL: unset), then what the
  * process holds; exits with enum held, or 100 + failures. */
-static void run_mode(const char *mode)
+static int run_mode(void *arg)
 {
+	const char *mode = arg;
 	struct io_uring ring;
 	struct regcache *c;
 	struct t_bpf_held h;
 	struct t_case k;
-	char *buf, *again;
+	char *buf;
 
 	if (mode)
 		setenv("REGCACHE_BPF_ATTACH", mode, 1);
@@ -78,10 +79,7 @@ static void run_mode(const char *mode)
 	t_bpf_held(&h);
 	buf = t_map(LEN);
 	t_case_begin(&k, &ring, c, buf, LEN);
-	T_REQUIRE(munmap(buf, LEN) == 0);
-	again = mmap(buf, LEN, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	T_REQUIRE(again == buf);
+	t_remap(buf, LEN);
 	t_case_end(&k, mode ? mode : "auto", true);
 	if (t_failures)
 		exit(100 + t_failures);
@@ -96,17 +94,8 @@ static void run_mode(const char *mode)
 
 static int in_child(const char *mode)
 {
-	pid_t parent = getpid(), pid;
-	int status;
+	int status = t_fork_wait(run_mode, (void *)mode, true);
 
-	fflush(stdout);
-	pid = fork();
-	T_REQUIRE(pid >= 0);
-	if (pid == 0) {
-		t_die_with_parent(parent);
-		run_mode(mode);
-	}
-	T_REQUIRE(waitpid(pid, &status, 0) == pid);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 200;
 }
 

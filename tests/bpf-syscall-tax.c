@@ -22,8 +22,11 @@
 
 /* In a child: the monitor attached as @mode, then the counts. Exits 0
  * when every check passed, 77 when @mode is refused here. */
-static void run_mode(const char *mode, bool fentry)
+/* In a child: REGCACHE_BPF_ATTACH=@mode ("syscalls" or "fentry"). */
+static int run_mode(void *arg)
 {
+	const char *mode = arg;
+	bool fentry = !strcmp(mode, "fentry");
 	struct t_bpf_held h0, h1, h2;
 	struct io_uring ring;
 	struct regcache *c;
@@ -87,19 +90,10 @@ static void run_mode(const char *mode, bool fentry)
 	exit(t_exit_status());
 }
 
-static int in_child(const char *mode, bool fentry)
+static int in_child(const char *mode)
 {
-	pid_t parent = getpid(), pid;
-	int status;
+	int status = t_fork_wait(run_mode, (void *)mode, true);
 
-	fflush(stdout);
-	pid = fork();
-	T_REQUIRE(pid >= 0);
-	if (pid == 0) {
-		t_die_with_parent(parent);
-		run_mode(mode, fentry);
-	}
-	T_REQUIRE(waitpid(pid, &status, 0) == pid);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : T_EXIT_FAIL;
 }
 
@@ -115,11 +109,11 @@ int main(void)
 		return T_EXIT_SKIP;
 	}
 	T_REQUIRE(stats >= 0);
-	control = in_child("syscalls", false);
+	control = in_child("syscalls");
 	if (control == T_EXIT_SKIP)
 		return T_EXIT_SKIP;	/* it printed why */
 	T_EXPECT_EQ(T_EXIT_PASS, control);
-	fe = in_child("fentry", true);
+	fe = in_child("fentry");
 	close(stats);
 	if (fe == T_EXIT_SKIP && control == T_EXIT_PASS)
 		return T_EXIT_SKIP;	/* it printed why */

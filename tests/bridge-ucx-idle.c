@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,12 +72,10 @@ int main(int argc, char **argv)
 		(long (*)(void))dlsym(RTLD_DEFAULT, "regcache_ucx_bridge_forwarded");
 	struct timespec idle = { 2, 0 };
 	size_t len = 16 * 4096;
-	ucs_rcache_region_t *r;
 	ucs_rcache_t *rcache;
 	struct regcache *c;
 	double limit, cpu, t0;
 	bool below;
-	char *buf;
 	long before;
 	pid_t tid;
 
@@ -116,14 +113,7 @@ int main(int argc, char **argv)
 	T_CHECK(below ? cpu / 20 < limit : cpu / 20 > limit);
 
 	/* Still alive: a change is forwarded. */
-	buf = t_map(len);
-	memset(buf, 1, len);
-	T_REQUIRE(rc_ucx_rcache_get(rcache, buf, len, 4096,
-				    PROT_READ | PROT_WRITE, NULL, &r) == UCS_OK);
-	ucs_rcache_region_put(rcache, r);
-	usleep(1000);
-	before = forwarded();
-	T_REQUIRE(syscall(SYS_munmap, buf, len) == 0);
+	before = b_ucx_raw_unmap(rcache, len, forwarded, 1000);
 	t0 = now_ms();
 	while (forwarded() == before && now_ms() - t0 < 1000)
 		usleep(10);

@@ -20,29 +20,12 @@
 #define LEN 16384
 
 static struct t_registrar t;
-static struct regcache *c;
-static char *buf;
-
-static void *worker(void *arg)
-{
-	struct regcache_region *r;
-
-	(void)arg;
-	T_REQUIRE(regcache_get(c, buf, LEN, 0, &r) == 0);
-	/* This get raced with the remap: its result is the application's
-	 * problem. Only what the cache keeps afterwards matters. */
-	regcache_put(c, r);
-	return NULL;
-}
 
 int main(int argc, char **argv)
 {
-	struct regcache_params p = {
-		.ops = &t_pending_ops, .ctx = &t,
-		.flags = REGCACHE_FLAG_EXPLICIT_INVALIDATE,
-	};
 	struct regcache_region *r;
-	pthread_t th;
+	struct regcache *c;
+	char *buf;
 	bool flush = argc > 1 && strcmp(argv[1], "flush") == 0;
 	void *q;
 
@@ -50,14 +33,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s invalidate|flush\n", argv[0]);
 		return T_EXIT_FAIL;
 	}
-	t_registrar_init(&t, 64);
-	T_REQUIRE(regcache_create(&p, &c) == 0);
 	buf = t_map(LEN);
 	memset(buf, 1, LEN);
-
-	t_pending_arm();
-	T_REQUIRE(pthread_create(&th, NULL, worker, NULL) == 0);
-	t_pending_wait();
+	c = t_pending_get_start(&t, buf, LEN);
 
 	/* W has pinned the old pages. The application keeps its promise. */
 	if (flush)
@@ -70,7 +48,9 @@ int main(int argc, char **argv)
 	memset(buf, 2, LEN);
 
 	t_pending_release();
-	T_REQUIRE(pthread_join(th, NULL) == 0);
+	/* W's get raced with the remap: what it got is the application's
+	 * problem. Only what the cache keeps afterwards matters. */
+	T_REQUIRE(t_pending_get_join() == 0);
 
 	T_EXPECT_EQ(0, regcache_get(c, buf, LEN, 0, &r));
 	T_CHECK(t_registrar_covers(&t, r, buf, LEN));

@@ -27,7 +27,6 @@
  * message, none corrupted. Skips
  * (77) with "No RDMA device found" where /sys/class/infiniband is empty.
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,21 +40,6 @@
 
 #include "bridge_churn.h"
 #include "rxe_mr_count.h"
-
-static bool have_rdma_device(void)
-{
-	DIR *d = opendir("/sys/class/infiniband");
-	struct dirent *e;
-	bool found = false;
-
-	if (!d)
-		return false;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			found = true;
-	closedir(d);
-	return found;
-}
 
 struct t_ep {
 	struct fid_ep *ep;
@@ -127,11 +111,10 @@ static void progress(struct t_ep *a, struct t_ep *b)
 
 int main(int argc, char **argv)
 {
-	bool expect_stale, caching;
+	enum mr_count_mode mode;
+	unsigned rounds;
+	size_t len;
 	struct mr_count count;
-	const char *title;
-	unsigned rounds = argc > 2 ? (unsigned)atoi(argv[2]) : 21;
-	size_t len = argc > 3 ? (size_t)atol(argv[3]) : 65536;
 	struct fi_info *hints, *info;
 	struct fid_fabric *fab;
 	struct fid_domain *dom;
@@ -140,19 +123,13 @@ int main(int argc, char **argv)
 	size_t na = sizeof(name_a), nb = sizeof(name_b);
 	struct churn tx, rx;
 
-	if (argc < 2 || (strcmp(argv[1], "stale") && strcmp(argv[1], "clean") &&
-			 strcmp(argv[1], "nocache"))) {
+	if (mr_count_args(argc, argv, &mode, &rounds, &len)) {
 		fprintf(stderr, "usage: fabric-rxe stale|clean|nocache [rounds] "
 			"[bytes]\n");
 		return 2;
 	}
-	expect_stale = !strcmp(argv[1], "stale");
-	caching = strcmp(argv[1], "nocache") != 0;
-	if (!have_rdma_device()) {
-		printf("No RDMA device found (/sys/class/infiniband is empty): "
-		       "skipped; tests/vm/run.sh gives a Soft-RoCE device\n");
+	if (!rdma_device_or_skip())
 		return 77;
-	}
 	/*
 	 * Before libfabric reads its parameters (at the first call).
 	 * ofi_rxm sizes its verbs CQ (rx + tx queue) x FI_UNIVERSE_SIZE,
@@ -163,7 +140,7 @@ int main(int argc, char **argv)
 	setenv("FI_UNIVERSE_SIZE", "16", 0);
 	setenv("FI_OFI_RXM_SAR_LIMIT", "8192", 0);
 	setenv("FI_PROVIDER", "verbs;ofi_rxm", 0);
-	if (!caching)
+	if (mode == MR_COUNT_NOCACHE)
 		setenv("FI_MR_CACHE_MAX_COUNT", "0", 1);
 	if (churn_init(&tx, CHURN_SENDER, len) ||
 	    churn_init(&rx, CHURN_RECEIVER, len)) {
@@ -224,15 +201,12 @@ int main(int argc, char **argv)
 		}
 	}
 
-	title = !caching ? "fabric-rxe: libfabric with its MR cache off" :
-		expect_stale ? "fabric-rxe: libfabric's own monitor" :
-		"fabric-rxe: regcache's bridge";
-	if (mr_count_churn_verdict(&count, &rx,
-				   rounds, caching, "fabric-rxe", title, expect_stale,
-				   "corruption after raw syscalls (memhooks cannot "
-				   "see them)"))
-		return 1;
 	/* Exit without tearing down, as ucp-rxe does: the connections'
 	 * shutdown is not what this checks. */
-	return 0;
+	return mr_count_mode_verdict(&count, &rx, rounds, mode,
+				     "fabric-rxe",
+				     "libfabric's own monitor",
+				     "libfabric with its MR cache off",
+				     "corruption after raw syscalls (memhooks "
+				     "cannot see them)");
 }

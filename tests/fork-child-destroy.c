@@ -15,6 +15,13 @@
 
 #define LEN 16384
 
+/* In the child: what an atexit cleanup would do. */
+static int destroy_copy(void *c)
+{
+	regcache_destroy(c);
+	return 0;
+}
+
 int main(void)
 {
 	struct io_uring ring;
@@ -22,7 +29,6 @@ int main(void)
 	struct regcache_region *r;
 	char *buf = t_map(LEN);
 	int status;
-	pid_t pid;
 
 	memset(buf, 1, LEN);
 	t_ring_init(&ring);
@@ -30,13 +36,7 @@ int main(void)
 	T_EXPECT_EQ(0, regcache_get(c, buf, LEN, 0, &r));
 	T_CHECK(t_dma_visible(&ring, r, buf, LEN, 1));
 
-	pid = fork();
-	T_REQUIRE(pid >= 0);
-	if (pid == 0) {
-		regcache_destroy(c);	/* what an atexit cleanup would do */
-		_exit(0);
-	}
-	T_REQUIRE(waitpid(pid, &status, 0) == pid);
+	status = t_fork_wait(destroy_copy, c, false);
 	T_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
 	/* t_dma_visible exits FAIL if READ_FIXED errors (-EFAULT: the slot

@@ -14,41 +14,6 @@
 
 #include "helpers.h"
 
-struct handle {
-	_Atomic int live;
-	struct handle *next;
-};
-
-/* Every handle stays reachable from here: they are never freed (holders may
- * still look at one), and LeakSanitizer must not call that a leak. */
-static _Atomic(struct handle *) all_handles;
-
-static int null_reg(void *ctx, void *addr, size_t len, unsigned access,
-		    void **handle)
-{
-	struct handle *h = malloc(sizeof(*h));
-
-	(void)ctx, (void)addr, (void)len, (void)access;
-	if (!h)
-		return -ENOMEM;
-	atomic_store(&h->live, 1);
-	h->next = atomic_load(&all_handles);
-	while (!atomic_compare_exchange_weak(&all_handles, &h->next, h))
-		;
-	*handle = h;
-	return 0;
-}
-
-static void null_dereg(void *ctx, void *handle)
-{
-	struct handle *h = handle;
-
-	(void)ctx;
-	if (!atomic_exchange(&h->live, 0))
-		abort();
-}
-
-static const struct regcache_ops ops = { .reg = null_reg, .dereg = null_dereg };
 static struct regcache *c;
 static char *buf;
 static pthread_barrier_t held, release;
@@ -70,12 +35,13 @@ static void *holder(void *arg)
 	return NULL;
 }
 
-static int child(void)
+static int child(void *arg)
 {
 	struct regcache_region *r;
-	struct handle *h;
+	struct t_null_handle *h;
 	char *buf2 = buf + 8192;
 
+	(void)arg;
 	/* Notices the fork, forgets, and reuses a free region. */
 	if (regcache_get(c, buf2, 4096, 0, &r))
 		return 2;
@@ -92,15 +58,11 @@ static int child(void)
 
 int main(void)
 {
-	struct regcache_params p = {
-		.ops = &ops, .flags = REGCACHE_FLAG_EXPLICIT_INVALIDATE,
-	};
 	struct regcache_region *r;
 	pthread_t th;
 	int status;
-	pid_t pid;
 
-	T_REQUIRE(regcache_create(&p, &c) == 0);
+	c = t_null_cache(0);
 	buf = t_map(4 * 4096);
 	pthread_barrier_init(&held, NULL, 2);
 	pthread_barrier_init(&release, NULL, 2);
@@ -110,11 +72,7 @@ int main(void)
 	T_REQUIRE(pthread_create(&th, NULL, holder, NULL) == 0);
 	pthread_barrier_wait(&held);
 
-	pid = fork();
-	T_REQUIRE(pid >= 0);
-	if (pid == 0)
-		_exit(child());
-	T_REQUIRE(waitpid(pid, &status, 0) == pid);
+	status = t_fork_wait(child, NULL, false);
 	T_CHECK(WIFEXITED(status));
 	T_EXPECT_EQ(0, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 

@@ -28,16 +28,6 @@ static struct t_registrar t;
 static struct regcache *c;
 static char *buf;
 
-static void *worker(void *arg)
-{
-	struct regcache_region *r;
-
-	(void)arg;
-	if (regcache_get(c, buf, LEN, 0, &r) == 0)
-		regcache_put(c, r);
-	return NULL;
-}
-
 static pthread_barrier_t filled, checked;
 
 static void *stack_filler(void *arg)
@@ -78,11 +68,6 @@ static int child(void)
 
 int main(void)
 {
-	struct regcache_params p = {
-		.ops = &t_pending_ops, .ctx = &t,
-		.flags = REGCACHE_FLAG_EXPLICIT_INVALIDATE,
-	};
-	pthread_t th;
 	int status;
 	pid_t pid;
 
@@ -91,13 +76,9 @@ int main(void)
 		"forked from a multi-threaded parent\n");
 	return T_EXIT_SKIP;
 #endif
-	t_registrar_init(&t, 64);
-	T_REQUIRE(regcache_create(&p, &c) == 0);
 	buf = t_map(LEN);
 	memset(buf, 1, LEN);
-	t_pending_arm();
-	T_REQUIRE(pthread_create(&th, NULL, worker, NULL) == 0);
-	t_pending_wait();
+	c = t_pending_get_start(&t, buf, LEN);
 
 	pid = fork();	/* W is inside ops->reg: no cache lock is held */
 	T_REQUIRE(pid >= 0);
@@ -105,7 +86,7 @@ int main(void)
 		_exit(child());
 
 	t_pending_release();
-	T_REQUIRE(pthread_join(th, NULL) == 0);
+	t_pending_get_join();
 	T_REQUIRE(waitpid(pid, &status, 0) == pid);
 	if (WIFSIGNALED(status))
 		fprintf(stderr, "child killed by signal %d\n", WTERMSIG(status));

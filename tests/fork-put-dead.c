@@ -15,14 +15,20 @@
 #define LEN 16384
 
 static struct t_registrar t;
+static struct regcache *c;
+
+/* In the child: its copy of the holder puts the region. */
+static int put_copy(void *r)
+{
+	regcache_put(c, r);
+	return 0;
+}
 
 int main(void)
 {
-	struct regcache *c;
 	struct regcache_region *r;
 	char *buf = t_map(LEN);
 	int status;
-	pid_t pid;
 
 	memset(buf, 1, LEN);
 	t_registrar_init(&t, 64);
@@ -32,13 +38,7 @@ int main(void)
 	T_EXPECT_EQ(1, regcache_invalidate(c, buf, LEN));
 	T_CHECK(t_dma_visible(&t.ring, r, buf, LEN, 1));
 
-	pid = fork();
-	T_REQUIRE(pid >= 0);
-	if (pid == 0) {
-		regcache_put(c, r);	/* the child's copy of the holder */
-		_exit(0);
-	}
-	T_REQUIRE(waitpid(pid, &status, 0) == pid);
+	status = t_fork_wait(put_copy, r, false);
 	T_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
 	/* t_dma_visible exits FAIL if READ_FIXED errors (-EFAULT: the child

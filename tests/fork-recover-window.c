@@ -18,30 +18,6 @@
 
 #define NREG T_SCALE(40000)
 
-struct handle {
-	pid_t pid;
-};
-
-static int null_reg(void *ctx, void *addr, size_t len, unsigned access,
-		    void **handle)
-{
-	struct handle *h = malloc(sizeof(*h));
-
-	(void)ctx, (void)addr, (void)len, (void)access;
-	if (!h)
-		return -ENOMEM;
-	h->pid = getpid();
-	*handle = h;
-	return 0;
-}
-
-static void null_dereg(void *ctx, void *handle)
-{
-	(void)ctx;
-	free(handle);
-}
-
-static const struct regcache_ops ops = { .reg = null_reg, .dereg = null_dereg };
 static struct regcache *c;
 static char *area;
 static _Atomic int go;
@@ -68,7 +44,7 @@ static void *hitter(void *arg)
 		;
 	spin_ns(delay_ns);
 	if (regcache_get(c, last, 4096, 0, &r) == 0) {
-		struct handle *h = regcache_region_handle(r);
+		struct t_null_handle *h = regcache_region_handle(r);
 
 		if (h->pid != getpid())
 			stale = 1;
@@ -78,11 +54,12 @@ static void *hitter(void *arg)
 	return NULL;
 }
 
-static int child(void)
+static int child(void *arg)
 {
 	struct regcache_region *r;
 	pthread_t th;
 
+	(void)arg;
 	if (pthread_create(&th, NULL, hitter, NULL))
 		return 2;
 	atomic_store(&go, 1);
@@ -95,17 +72,12 @@ static int child(void)
 
 int main(void)
 {
-	struct regcache_params p = {
-		.ops = &ops, .flags = REGCACHE_FLAG_EXPLICIT_INVALIDATE,
-		.max_regions = NREG + 16,
-	};
-
 #if defined(REGCACHE_SANITIZE) || defined(__SANITIZE_THREAD__)
 	fprintf(stderr, "SKIP: sanitizers cannot start threads in a child "
 		"forked from a multi-threaded parent\n");
 	return T_EXIT_SKIP;
 #endif
-	T_REQUIRE(regcache_create(&p, &c) == 0);
+	c = t_null_cache(NREG + 16);
 	area = mmap(NULL, (size_t)(NREG + 1) * 4096, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	T_REQUIRE(area != MAP_FAILED);
@@ -117,13 +89,8 @@ int main(void)
 	}
 	for (delay_ns = 0; delay_ns <= 4000000 && !t_failures;
 	     delay_ns = delay_ns ? delay_ns * 2 : 1000) {
-		int status;
-		pid_t pid = fork();
+		int status = t_fork_wait(child, NULL, false);
 
-		T_REQUIRE(pid >= 0);
-		if (pid == 0)
-			_exit(child());
-		T_REQUIRE(waitpid(pid, &status, 0) == pid);
 		T_CHECK(WIFEXITED(status));
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
 			fprintf(stderr, "child (hit %ld ns after the recovery "

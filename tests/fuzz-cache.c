@@ -30,6 +30,9 @@
 
 #include <regcache.h>
 
+#define FUZZ_NAME "fuzz-cache"
+#include "lib/fuzz.h"
+
 #define NPAGES 32
 #define NHELD 8
 
@@ -47,13 +50,6 @@ static long live_records;
 static bool explicit_mode;
 static bool blind;		/* negative control: promise broken */
 static struct regcache *anchor;	/* keeps the monitor running */
-
-#define FAIL(...)                                                            \
-	do {                                                                 \
-		fprintf(stderr, "fuzz-cache: " __VA_ARGS__);                 \
-		fprintf(stderr, "\n");                                       \
-		abort();                                                     \
-	} while (0)
 
 static size_t page_of(uintptr_t a)
 {
@@ -143,21 +139,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		blind ? " (blind: nothing invalidates)"
 		      : explicit_mode ? " (explicit invalidation)" : "");
 	return 0;
-}
-
-/* ---- input decoding ---- */
-
-struct input {
-	const uint8_t *p;
-	size_t n;
-};
-
-static unsigned next(struct input *in)
-{
-	if (!in->n)
-		return 0;
-	in->n--;
-	return *in->p++;
 }
 
 /* ---- memory changes ---- */

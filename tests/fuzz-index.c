@@ -16,6 +16,9 @@
 
 #include "index.h"
 
+#define FUZZ_NAME "fuzz-index"
+#include "lib/fuzz.h"
+
 #define NREGIONS 64
 
 /* Region i is the i-th of slab 1, as a pool makes them (aligned to their
@@ -26,26 +29,6 @@ static struct rc_region *slabs[2] = { &no_region };
 static const struct rc_region_table table = { .slab = slabs, .nslabs = 2,
 					      .cap = 2 };
 static bool in_index[NREGIONS];
-
-#define FAIL(...)                                                            \
-	do {                                                                 \
-		fprintf(stderr, "fuzz-index: " __VA_ARGS__);                 \
-		fprintf(stderr, "\n");                                       \
-		abort();                                                     \
-	} while (0)
-
-struct input {
-	const uint8_t *p;
-	size_t n;
-};
-
-static unsigned next(struct input *in)
-{
-	if (!in->n)
-		return 0;
-	in->n--;
-	return *in->p++;
-}
 
 /* Addresses in pages over a small space so that ranges meet and overlap,
  * with the top of what the index holds reachable too (and ranges from

@@ -14,13 +14,12 @@
 
 static struct t_registrar t;
 static char monitor[32];
+static char *buf;
 
+/* New pages at @buf, filled with 2s. */
 static void replace(char *buf)
 {
-	T_REQUIRE(munmap(buf, LEN) == 0);
-	T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
-		       0) == buf);
+	t_remap(buf, LEN);
 	memset(buf, 2, LEN);
 }
 
@@ -46,8 +45,10 @@ static int fresh_get(struct regcache *c, char *buf, const char *who)
 	return 0;
 }
 
-static int child_body(struct regcache *c, char *buf)
+/* In the child, @arg the cache. */
+static int child_body(void *arg)
 {
+	struct regcache *c = arg;
 	struct regcache_region *r;
 	int ret = fresh_get(c, buf, "child after fork");
 
@@ -86,9 +87,7 @@ int main(void)
 {
 	struct regcache_region *r;
 	struct regcache *c;
-	char *buf = t_map(LEN);
 	int status;
-	pid_t pid;
 
 #if defined(__SANITIZE_THREAD__)
 	/* The child would start a monitor thread, which TSan refuses after
@@ -97,6 +96,7 @@ int main(void)
 	       "thread\n");
 	return T_EXIT_SKIP;
 #endif
+	buf = t_map(LEN);
 	memset(buf, 1, LEN);
 	if (!t_pfn(buf)) {
 		printf("SKIP: /proc/self/pagemap shows no frame numbers "
@@ -112,11 +112,7 @@ int main(void)
 
 	T_EXPECT_EQ(0, regcache_get(c, buf, LEN, 0, &r));
 	regcache_put(c, r);
-	pid = fork();
-	T_REQUIRE(pid >= 0);
-	if (pid == 0)
-		_exit(child_body(c, buf));
-	T_REQUIRE(waitpid(pid, &status, 0) == pid);
+	status = t_fork_wait(child_body, c, false);
 	T_CHECK(WIFEXITED(status));
 	T_EXPECT_EQ(0, WEXITSTATUS(status));
 	parent_still_works(c, buf);

@@ -17,18 +17,13 @@ int main(void)
 	struct regcache *c;
 	char *buf;
 
-	t_ring_init(&ring);
-	c = t_uring_cache(&ring, 0, 0, 0);
-	t_monitor_require();
+	c = t_monitor_cache(&ring);
 	buf = t_map(LEN);
 
 	T_REQUIRE(regcache_get(c, buf, LEN, 0, &held) == 0);
 	T_CHECK(t_dma_visible(&ring, held, buf, LEN, 1));
 	regcache_get_stats(c, &st);
-	T_REQUIRE(munmap(buf, LEN) == 0);
-	T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-		       -1, 0) == buf);
+	t_remap(buf, LEN);
 
 	/* While the old region is held: a new get is a miss on new pages. */
 	T_REQUIRE(regcache_get(c, buf, LEN, 0, &r) == 0);

@@ -16,85 +16,33 @@
  * with no monitor must see stale hits.
  */
 #include <pthread.h>
-#include <sched.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
 
 #define LEN 16384
-#define DMA_EVERY 16
 
 static struct io_uring ring, ring2;
 static struct regcache *cache;
-static _Atomic(char *) victim;	/* X, published by B for A to unmap */
-static atomic_int stop;
-
-static void *unmapper(void *arg)
-{
-	(void)arg;
-	while (!atomic_load(&stop)) {
-		char *x = atomic_exchange(&victim, NULL);
-
-		if (x)
-			T_REQUIRE(munmap(x, LEN) == 0);
-		else
-			sched_yield();
-	}
-	return NULL;
-}
 
 /* Run the race until @want reuses; returns the number of stale gets. */
 static long race(long want, bool verbose)
 {
-	long reuses = 0, stale = 0, dma_checked = 0, misses = 0, lost = 0;
-	struct regcache_stats st, st2;
-	struct regcache_region *r;
+	/* go: the unmapper starts at once. */
+	struct t_reuse_race k = {
+		.ring = &ring, .cache = cache, .len = LEN, .go = 1,
+	};
 	pthread_t a;
 
-	atomic_store(&stop, 0);
-	T_REQUIRE(pthread_create(&a, NULL, unmapper, NULL) == 0);
-	while (reuses < want) {
-		char *x = t_map(LEN), *y;
-
-		x[0] = 1;
-		T_REQUIRE(regcache_get(cache, x, LEN, 0, &r) == 0);
-		regcache_put(cache, r);
-		/* X is cached and idle; let A unmap it while we race. */
-		atomic_store(&victim, x);
-		/* Map until X comes back, as fast as possible. */
-		y = t_map_until(x, LEN);
-		if (!y) {
-			/* Taken by another thread: no reuse to check. */
-			if (atomic_exchange(&victim, NULL) == x)
-				T_REQUIRE(munmap(x, LEN) == 0);
-			T_REQUIRE(++lost <= want);
-			continue;
-		}
-		reuses++;
-		regcache_get_stats(cache, &st);
-		T_REQUIRE(regcache_get(cache, y, LEN, 0, &r) == 0);
-		regcache_get_stats(cache, &st2);
-		if (st2.hits != st.hits)
-			stale++;
-		else
-			misses++;
-		if (reuses % DMA_EVERY == 0 || st2.hits != st.hits) {
-			dma_checked++;
-			if (!t_dma_visible(&ring, r, y, LEN, (unsigned)reuses))
-				stale++;
-		}
-		regcache_put(cache, r);
-		/* Drop it now: with no monitor the region would stay. */
-		regcache_invalidate(cache, y, LEN);
-		T_REQUIRE(munmap(y, LEN) == 0);
-	}
-	atomic_store(&stop, 1);
+	T_REQUIRE(pthread_create(&a, NULL, t_reuse_unmapper, &k) == 0);
+	t_reuse_race_run(&k, want);
+	atomic_store(&k.stop, 1);
 	pthread_join(a, NULL);
 	if (verbose)
 		printf("%ld reuses of an address unmapped by another thread, "
-		       "%ld misses, %ld checked with DMA, %ld stale\n", reuses,
-		       misses, dma_checked, stale);
-	return stale;
+		       "%ld misses, %ld checked with DMA, %ld stale\n",
+		       k.reuses, k.misses, k.dma_checked, k.stale);
+	return k.stale;
 }
 
 /* Negative control, in a child so that it gets its own process-wide

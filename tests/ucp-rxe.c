@@ -36,7 +36,6 @@
  * own, in turns; the median of the rounds' ratios must be >= 0.97.
  */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <dlfcn.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -50,21 +49,6 @@
 
 #include "bridge_churn.h"
 #include "rxe_mr_count.h"
-
-static bool have_rdma_device(void)
-{
-	DIR *d = opendir("/sys/class/infiniband");
-	struct dirent *e;
-	bool found = false;
-
-	if (!d)
-		return false;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			found = true;
-	closedir(d);
-	return found;
-}
 
 static unsigned ucp_api_minor(void)
 {
@@ -343,11 +327,10 @@ static int bench_parent(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	bool expect_stale, caching;
+	enum mr_count_mode mode;
+	unsigned rounds;
+	size_t len;
 	struct mr_count count;
-	const char *title;
-	unsigned rounds = argc > 2 ? (unsigned)atoi(argv[2]) : 21;
-	size_t len = argc > 3 ? (size_t)atol(argv[3]) : 65536;
 	ucp_ep_h ep;
 	struct churn tx, rx;
 
@@ -366,26 +349,21 @@ int main(int argc, char **argv)
 			return bench_child(true, (unsigned)atoi(argv[2]),
 					   (size_t)atol(argv[3]));
 	}
-	if (argc < 2 || (strcmp(argv[1], "stale") && strcmp(argv[1], "clean") &&
-			 strcmp(argv[1], "nocache"))) {
+	if (mr_count_args(argc, argv, &mode, &rounds, &len)) {
 		fprintf(stderr, "usage: ucp-rxe stale|clean|nocache [rounds] "
 			"[bytes]\n       ucp-rxe bench REGCACHE_RUN [rounds] "
 			"[msgs] [bytes]\n");
 		return 2;
 	}
-	expect_stale = !strcmp(argv[1], "stale");
-	caching = strcmp(argv[1], "nocache") != 0;
-	if (!caching) {	/* before UCX reads its configuration */
+	/* Before UCX reads its configuration. */
+	if (mode == MR_COUNT_NOCACHE) {
 		/* UCT's cache, and (UCX >= 1.14) UCP's own in front of it. */
 		setenv("UCX_IB_REG_METHODS", "direct", 1);
 		if (ucp_api_minor() >= 14)
 			setenv("UCX_RCACHE_ENABLE", "n", 1);
 	}
-	if (!have_rdma_device()) {
-		printf("No RDMA device found (/sys/class/infiniband is empty): "
-		       "skipped; tests/vm/run.sh gives a Soft-RoCE device\n");
+	if (!rdma_device_or_skip())
 		return 77;
-	}
 	if (churn_init(&tx, CHURN_SENDER, len) ||
 	    churn_init(&rx, CHURN_RECEIVER, len)) {
 		fprintf(stderr, "churn_init failed (FAIL)\n");
@@ -427,15 +405,12 @@ int main(int argc, char **argv)
 		}
 	}
 
-	title = !caching ? "ucp-rxe: UCX with its registration cache off" :
-		expect_stale ? "ucp-rxe: UCX's own memory hooks" :
-		"ucp-rxe: regcache's bridge";
-	if (mr_count_churn_verdict(&count, &rx,
-				   rounds, caching, "ucp-rxe", title, expect_stale,
-				   "corruption after raw syscalls (UCX's hooks "
-				   "cannot see them)"))
-		return 1;
 	/* Exit without tearing down: the pending wireup of a closed endpoint
 	 * is not what this checks. */
-	return 0;
+	return mr_count_mode_verdict(&count, &rx, rounds, mode,
+				     "ucp-rxe",
+				     "UCX's own memory hooks",
+				     "UCX with its registration cache off",
+				     "corruption after raw syscalls (UCX's "
+				     "hooks cannot see them)");
 }

@@ -53,9 +53,7 @@ static void child(int fd, int err, bool check_only)
 	struct regcache_region *r;
 	char *buf;
 
-	t_ring_init(&ring);
-	c = t_uring_cache(&ring, 0, 0, 0);
-	t_monitor_require();
+	c = t_monitor_cache(&ring);
 	buf = t_map(LEN);
 	memset(buf, 1, LEN);
 	T_REQUIRE(regcache_get(c, buf, LEN, 0, &r) == 0);

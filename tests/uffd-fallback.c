@@ -42,14 +42,8 @@ int main(void)
 	T_EXPECT_EQ(st.uncached + !cached, st2.uncached);
 	regcache_put(c, r);
 
-	T_REQUIRE(munmap(buf, LEN) == 0);
-	T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
-		       0) == buf);
-	regcache_get_stats(c, &st);
-	T_REQUIRE(regcache_get(c, buf, LEN, 0, &r) == 0);
-	regcache_get_stats(c, &st2);
-	T_EXPECT_EQ(st.hits, st2.hits);
+	t_remap(buf, LEN);
+	T_EXPECT_EQ(0, t_get_hits(c, buf, LEN, &r));
 	T_CHECK(t_dma_visible(&ring, r, buf, LEN, 2));
 	regcache_put(c, r);
 

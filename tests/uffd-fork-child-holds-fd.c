@@ -82,12 +82,10 @@ static pid_t fork_holder(int *release)
 	return pid;
 }
 
+/* New pages at @buf, filled with 2s. */
 static void replace(char *buf)
 {
-	T_REQUIRE(munmap(buf, LEN) == 0);
-	T_REQUIRE(mmap(buf, LEN, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
-		       0) == buf);
+	t_remap(buf, LEN);
 	memset(buf, 2, LEN);
 }
 

@@ -16,116 +16,51 @@
  * without it) is in monitor-race@userfaultfd.
  */
 #include <pthread.h>
-#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
 #include "helpers.h"
 
 #define LEN 16384
-#define DMA_EVERY 16
 
 static struct io_uring ring;
 static struct regcache *cache;
-static _Atomic(char *) victim;	/* X, published by main for A to unmap */
-static atomic_int go, stop;
-
-static void *unmapper(void *arg)
-{
-	(void)arg;
-	while (!atomic_load(&go))
-		sched_yield();
-	while (!atomic_load(&stop)) {
-		char *x = atomic_exchange(&victim, NULL);
-
-		if (x)
-			T_REQUIRE(munmap(x, LEN) == 0);
-		else
-			sched_yield();
-	}
-	return NULL;
-}
+/* The unmapping thread A's race; ring and cache are set once they exist. */
+static struct t_reuse_race reuse = { .len = LEN };
 
 /* Reuses of addresses that A unmapped; returns the stale gets. */
 static long race(const char *who, long want)
 {
-	long reuses = 0, stale = 0, dma_checked = 0, lost = 0;
-	struct regcache_stats st, st2;
-	struct regcache_region *r;
-
-	while (reuses < want) {
-		char *x = t_map(LEN), *y;
-
-		x[0] = 1;
-		T_REQUIRE(regcache_get(cache, x, LEN, 0, &r) == 0);
-		regcache_put(cache, r);
-		atomic_store(&victim, x);
-		y = t_map_until(x, LEN);
-		if (!y) {
-			/* Taken by another thread: no reuse to check. */
-			if (atomic_exchange(&victim, NULL) == x)
-				T_REQUIRE(munmap(x, LEN) == 0);
-			T_REQUIRE(++lost <= want);
-			continue;
-		}
-		reuses++;
-		regcache_get_stats(cache, &st);
-		T_REQUIRE(regcache_get(cache, y, LEN, 0, &r) == 0);
-		regcache_get_stats(cache, &st2);
-		if (st2.hits != st.hits)
-			stale++;
-		if (reuses % DMA_EVERY == 0 || st2.hits != st.hits) {
-			dma_checked++;
-			if (!t_dma_visible(&ring, r, y, LEN, (unsigned)reuses))
-				stale++;
-		}
-		regcache_put(cache, r);
-		regcache_invalidate(cache, y, LEN);
-		T_REQUIRE(munmap(y, LEN) == 0);
-	}
+	reuse.ring = &ring;
+	reuse.cache = cache;
+	t_reuse_race_run(&reuse, want);
 	printf("%s: %ld reuses of an address it unmapped, %ld checked with "
-	       "DMA, %ld stale\n", who, reuses, dma_checked, stale);
-	return stale;
+	       "DMA, %ld stale\n", who, reuse.reuses, reuse.dma_checked,
+	       reuse.stale);
+	return reuse.stale;
 }
 
 /* Alone: the main thread unmaps a cached buffer, maps the address again
  * and gets it. Returns whether that get hit (it must not). */
 static bool own_unmap_hits(void)
 {
-	struct regcache_stats st, st2;
 	struct regcache_region *r;
-	char *x = t_map(LEN), *y;
+	char *x = t_map(LEN);
 	bool hit;
 
 	x[0] = 1;
 	T_REQUIRE(regcache_get(cache, x, LEN, 0, &r) == 0);
 	regcache_put(cache, r);
 	/* A hit while nothing changed: the region is cached. */
-	regcache_get_stats(cache, &st);
-	T_REQUIRE(regcache_get(cache, x, LEN, 0, &r) == 0);
-	regcache_get_stats(cache, &st2);
-	T_EXPECT_EQ(st.hits + 1, st2.hits);
+	T_EXPECT_EQ(1, t_get_hits(cache, x, LEN, &r));
 	regcache_put(cache, r);
-	T_REQUIRE(munmap(x, LEN) == 0);
-	y = mmap(x, LEN, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	T_REQUIRE(y == x);
-	regcache_get_stats(cache, &st);
-	T_REQUIRE(regcache_get(cache, y, LEN, 0, &r) == 0);
-	regcache_get_stats(cache, &st2);
-	hit = st2.hits != st.hits;
-	T_EXPECT_EQ(true, t_dma_visible(&ring, r, y, LEN, 7));
+	t_remap(x, LEN);
+	hit = t_get_hits(cache, x, LEN, &r) != 0;
+	T_EXPECT_EQ(true, t_dma_visible(&ring, r, x, LEN, 7));
 	regcache_put(cache, r);
-	regcache_invalidate(cache, y, LEN);
-	munmap(y, LEN);
+	regcache_invalidate(cache, x, LEN);
+	munmap(x, LEN);
 	return hit;
-}
-
-static void start_cache(void)
-{
-	t_ring_init(&ring);
-	cache = t_uring_cache(&ring, 0, 0, 0);
-	t_monitor_require();
 }
 
 /* A thread that unmaps what the main thread caches, @reuses times; the
@@ -135,10 +70,10 @@ static long race_with_thread(long reuses)
 	pthread_t a;
 	long stale;
 
-	T_REQUIRE(pthread_create(&a, NULL, unmapper, NULL) == 0);
-	atomic_store(&go, 1);
+	T_REQUIRE(pthread_create(&a, NULL, t_reuse_unmapper, &reuse) == 0);
+	atomic_store(&reuse.go, 1);
 	stale = race("thread created after prctl", reuses);
-	atomic_store(&stop, 1);
+	atomic_store(&reuse.stop, 1);
 	pthread_join(a, NULL);
 	return stale;
 }
@@ -156,7 +91,7 @@ static int alone_case(const void *arg)
 
 	if (c->deny_perf)
 		T_REQUIRE(t_seccomp_deny(SYS_perf_event_open, EACCES) == 0);
-	start_cache();
+	cache = t_monitor_cache(&ring);
 	for (int i = 0; i < c->rounds; i++)
 		T_EXPECT_EQ(false, own_unmap_hits());
 	regcache_destroy(cache);
@@ -169,7 +104,7 @@ static int alone_case(const void *arg)
 static int prctl_case(const void *arg)
 {
 	(void)arg;
-	start_cache();
+	cache = t_monitor_cache(&ring);
 	T_REQUIRE(prctl(PR_TASK_PERF_EVENTS_DISABLE, 0, 0, 0, 0) == 0);
 	T_EXPECT_EQ(0, race_with_thread(T_SCALE(5000)));
 	regcache_destroy(cache);
@@ -198,12 +133,13 @@ int main(void)
 	{
 		pthread_t a;
 
-		T_REQUIRE(pthread_create(&a, NULL, unmapper, NULL) == 0);
-		start_cache();
-		atomic_store(&go, 1);
+		T_REQUIRE(pthread_create(&a, NULL, t_reuse_unmapper,
+					 &reuse) == 0);
+		cache = t_monitor_cache(&ring);
+		atomic_store(&reuse.go, 1);
 		T_EXPECT_EQ(0, race("thread created before the monitor",
 				    T_SCALE(20000)));
-		atomic_store(&stop, 1);
+		atomic_store(&reuse.stop, 1);
 		pthread_join(a, NULL);
 	}
 	regcache_destroy(cache);

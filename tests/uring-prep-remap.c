@@ -21,45 +21,47 @@
 
 static size_t pg;
 
-/* Same address, new pages. */
-static void remap(char *buf, size_t len)
+static struct io_uring ring;
+static struct regcache *c;
+static char *buf;
+static size_t len;
+
+/* A ring, a cache on it with @flags, and a buffer of four pages. */
+static void start(unsigned flags)
 {
-	T_REQUIRE(munmap(buf, len) == 0);
-	T_REQUIRE(mmap(buf, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
-		       0) == buf);
+	len = 4 * pg;
+	buf = t_map(len);
+	t_ring_init(&ring);
+	c = t_uring_cache(&ring, flags, 0, 0);
 }
 
-static int positive(void)
+/* Undo start(); the run's exit status. */
+static int finish(void)
 {
-	struct io_uring ring;
-	struct regcache *c;
-	size_t len = 4 * pg;
-	char *buf = t_map(len);
-	int lost = 0;
-
-	t_ring_init(&ring);
-	c = t_uring_cache(&ring, 0, 0, 0);
-	for (int i = 0; i < T_SCALE(ROUNDS); i++) {
-		if (!t_prep_read_visible(&ring, c, buf + 100, 3 * pg, i))
-			lost++;
-		remap(buf, len);
-	}
-	T_EXPECT_EQ(0, lost);
-	printf("monitor %s: %u remaps, %d stale\n", regcache_monitor_name(),
-	       T_SCALE(ROUNDS), lost);
 	regcache_destroy(c);
 	io_uring_queue_exit(&ring);
 	munmap(buf, len);
 	return t_exit_status();
 }
 
+static int positive(void)
+{
+	int lost = 0;
+
+	start(0);
+	for (int i = 0; i < T_SCALE(ROUNDS); i++) {
+		if (!t_prep_read_visible(&ring, c, buf + 100, 3 * pg, i))
+			lost++;
+		t_remap(buf, len);
+	}
+	T_EXPECT_EQ(0, lost);
+	printf("monitor %s: %u remaps, %d stale\n", regcache_monitor_name(),
+	       T_SCALE(ROUNDS), lost);
+	return finish();
+}
+
 static int control(void)
 {
-	struct io_uring ring;
-	struct regcache *c;
-	size_t len = 4 * pg;
-	char *buf = t_map(len);
 	int stale = 0;
 
 	if (strcmp(regcache_monitor_name(), "none")) {
@@ -67,24 +69,20 @@ static int control(void)
 			"%s\n", regcache_monitor_name());
 		return T_EXIT_FAIL;
 	}
-	t_ring_init(&ring);
-	c = t_uring_cache(&ring, REGCACHE_FLAG_EXPLICIT_INVALIDATE, 0, 0);
+	start(REGCACHE_FLAG_EXPLICIT_INVALIDATE);
 	T_CHECK(t_prep_read_visible(&ring, c, buf, 2 * pg, 1));
 	/* Broken promise: the helper hits the old registration. */
-	remap(buf, len);
+	t_remap(buf, len);
 	if (!t_prep_read_visible(&ring, c, buf, 2 * pg, 2))
 		stale++;
 	T_EXPECT_EQ(1, stale);
 	/* Kept promise. */
-	remap(buf, len);
+	t_remap(buf, len);
 	T_CHECK(regcache_invalidate(c, buf, len) >= 1);
 	T_CHECK(t_prep_read_visible(&ring, c, buf, 2 * pg, 3));
 	printf("control: broken promise served %d stale registration(s)\n",
 	       stale);
-	regcache_destroy(c);
-	io_uring_queue_exit(&ring);
-	munmap(buf, len);
-	return t_exit_status();
+	return finish();
 }
 
 int main(int argc, char **argv)

@@ -170,10 +170,15 @@ static void must_get(struct bcache *c, void *addr, size_t len, void **r)
  * Hit cost
  * ---------------------------------------------------------------------- */
 
-/* ns per get+put over @n gets cycling through @nbuf one-page buffers
- * @stride pages apart from @base (stride >= 2: no two regions merge). */
-static double hit_loop(struct bcache *c, char *base, int nbuf, long stride,
-		       long n)
+/* ns per get+put over @n gets on @nbuf one-page buffers @stride pages
+ * apart from @base (stride >= 2: no two regions merge), visited in turn,
+ * or when @scattered in a scattered order (i * 7919 % nbuf: 7919 is
+ * prime, so every buffer once per pass), as a middleware's buffers come
+ * back to it. Always inlined: each caller's loop is compiled for its
+ * order, with no test of @scattered inside what it times. */
+static inline __attribute__((always_inline)) double
+hit_loop_order(struct bcache *c, char *base, int nbuf, long stride, long n,
+	       bool scattered)
 {
 	size_t step = (size_t)stride * page;
 	double t0;
@@ -182,7 +187,8 @@ static double hit_loop(struct bcache *c, char *base, int nbuf, long stride,
 
 	t0 = now_ns();
 	for (long k = 0; k < n; k++) {
-		int ret = bget(c, base + i * step, page, &r);
+		size_t at = scattered ? (size_t)(i * 7919L % nbuf) : (size_t)i;
+		int ret = bget(c, base + at * step, page, &r);
 
 		if (__builtin_expect(ret, 0))
 			die("get in a hit loop", -ret);
@@ -191,6 +197,12 @@ static double hit_loop(struct bcache *c, char *base, int nbuf, long stride,
 			i = 0;
 	}
 	return (now_ns() - t0) / n;
+}
+
+static double hit_loop(struct bcache *c, char *base, int nbuf, long stride,
+		       long n)
+{
+	return hit_loop_order(c, base, nbuf, stride, n, false);
 }
 
 /* ns per getppid() over @n calls: the cheapest syscall. */
@@ -497,29 +509,10 @@ static void *idle_thread(void *arg)
 	return NULL;
 }
 
-/* ns per get+put over @n gets on @nbuf one-page buffers @stride pages
- * apart, visited in a scattered order (i * 7919 % nbuf: 7919 is prime, so
- * every buffer once per pass), as a middleware's buffers come back to it. */
 static double hit_loop_scattered(struct bcache *c, char *base, int nbuf,
 				 long stride, long n)
 {
-	size_t step = (size_t)stride * page;
-	double t0;
-	void *r;
-	int i = 0;
-
-	t0 = now_ns();
-	for (long k = 0; k < n; k++) {
-		int ret = bget(c, base + (size_t)(i * 7919L % nbuf) * step,
-			       page, &r);
-
-		if (__builtin_expect(ret, 0))
-			die("get in a hit loop", -ret);
-		bput(c, r);
-		if (++i == nbuf)
-			i = 0;
-	}
-	return (now_ns() - t0) / n;
+	return hit_loop_order(c, base, nbuf, stride, n, true);
 }
 
 /* The calling thread's time on a CPU and waiting for one, ns, from

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* UCX's ucs_rcache on a t_registrar; see bridge_ucx_rcache.h. */
+#include <sys/syscall.h>
+
 #include "bridge_ucx_rcache.h"
 
 static ucs_status_t mem_reg(void *ctx, ucs_rcache_t *rc, void *arg,
@@ -51,4 +53,21 @@ ucs_rcache_t *b_ucx_rcache_create(struct t_registrar *t, const char *name)
 
 	return ucs_rcache_create(&p, name, NULL, &rcache) == UCS_OK ? rcache :
 								    NULL;
+}
+
+long b_ucx_raw_unmap(ucs_rcache_t *rcache, size_t len,
+		     long (*forwarded)(void), unsigned settle_us)
+{
+	char *buf = t_map(len);
+	ucs_rcache_region_t *r;
+	long before;
+
+	memset(buf, 1, len);
+	T_REQUIRE(rc_ucx_rcache_get(rcache, buf, len, 4096,
+				    PROT_READ | PROT_WRITE, NULL, &r) == UCS_OK);
+	ucs_rcache_region_put(rcache, r);
+	usleep(settle_us);
+	before = forwarded();
+	T_REQUIRE(syscall(SYS_munmap, buf, len) == 0);
+	return before;
 }

@@ -30,4 +30,14 @@ struct b_ucx_region {
  */
 ucs_rcache_t *b_ucx_rcache_create(struct t_registrar *t, const char *name);
 
+/*
+ * A change the bridge must forward to UCX: a fresh @len-byte buffer is
+ * cached in @rcache and put; after @settle_us, in which the forwarding
+ * thread forwards the mapping's own records, a raw munmap (which UCM's
+ * hooks cannot see) unmaps it. Return: @forwarded() as it was just
+ * before that munmap.
+ */
+long b_ucx_raw_unmap(ucs_rcache_t *rcache, size_t len,
+		     long (*forwarded)(void), unsigned settle_us);
+
 #endif

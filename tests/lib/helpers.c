@@ -205,6 +205,16 @@ struct regcache *t_uring_cache(struct io_uring *ring, unsigned flags,
 	return c;
 }
 
+struct regcache *t_monitor_cache(struct io_uring *ring)
+{
+	struct regcache *c;
+
+	t_ring_init(ring);
+	c = t_uring_cache(ring, 0, 0, 0);
+	t_monitor_require();
+	return c;
+}
+
 static unsigned char pattern_byte(unsigned seed, size_t i)
 {
 	return (unsigned char)((seed * 131u + i * 7u + (i >> 8)) | 1u);
@@ -478,6 +488,14 @@ void *t_map_small_pages(size_t len)
 	return p;
 }
 
+void t_remap(void *buf, size_t len)
+{
+	T_REQUIRE(munmap(buf, len) == 0);
+	T_REQUIRE(mmap(buf, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+		       0) == buf);
+}
+
 char *t_map_until(void *want, size_t len)
 {
 	for (long spins = 0; spins < 20000; spins++) {
@@ -492,6 +510,34 @@ char *t_map_until(void *want, size_t len)
 		sched_yield();
 	}
 	return NULL;
+}
+
+long t_get_hits(struct regcache *c, void *buf, size_t len,
+		struct regcache_region **r)
+{
+	struct regcache_stats st, st2;
+
+	regcache_get_stats(c, &st);
+	T_REQUIRE(regcache_get(c, buf, len, 0, r) == 0);
+	regcache_get_stats(c, &st2);
+	return (long)(st2.hits - st.hits);
+}
+
+int t_fork_wait(int (*fn)(void *arg), void *arg, bool die_with_parent)
+{
+	pid_t parent = getpid(), pid;
+	int status;
+
+	fflush(stdout);
+	pid = fork();
+	T_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		if (die_with_parent)
+			t_die_with_parent(parent);
+		_exit(fn(arg));
+	}
+	T_REQUIRE(waitpid(pid, &status, 0) == pid);
+	return status;
 }
 
 double t_now(void)
@@ -786,6 +832,57 @@ bool t_prep_read_visible(struct io_uring *ring, struct regcache *c, void *buf,
 	return oracle_seen(fds, ret, t_prep_byte, seed, buf, len);
 }
 
+_Atomic long t_null_regs, t_null_deregs;
+static _Atomic(struct t_null_handle *) null_handles;
+
+static int null_reg(void *ctx, void *addr, size_t len, unsigned access,
+		    void **handle)
+{
+	struct t_null_handle *h = malloc(sizeof(*h));
+
+	(void)ctx, (void)addr, (void)len, (void)access;
+	if (!h)
+		return -ENOMEM;
+	atomic_store(&h->live, 1);
+	h->pid = getpid();
+	h->next = atomic_load(&null_handles);
+	while (!atomic_compare_exchange_weak(&null_handles, &h->next, h))
+		;
+	atomic_fetch_add(&t_null_regs, 1);
+	*handle = h;
+	return 0;
+}
+
+static void null_dereg(void *ctx, void *handle)
+{
+	struct t_null_handle *h = handle;
+
+	(void)ctx;
+	if (!atomic_exchange(&h->live, 0)) {
+		fprintf(stderr, "double deregistration\n");
+		abort();
+	}
+	atomic_fetch_add(&t_null_deregs, 1);
+}
+
+const struct regcache_ops t_null_ops = {
+	.reg = null_reg,
+	.dereg = null_dereg,
+};
+
+struct regcache *t_null_cache(size_t max_regions)
+{
+	struct regcache_params p = {
+		.ops = &t_null_ops,
+		.flags = REGCACHE_FLAG_EXPLICIT_INVALIDATE,
+		.max_regions = max_regions,
+	};
+	struct regcache *c;
+
+	T_REQUIRE(regcache_create(&p, &c) == 0);
+	return c;
+}
+
 /* A registrar that holds one registration in flight. */
 static pthread_mutex_t pending_m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pending_cv = PTHREAD_COND_INITIALIZER;
@@ -841,6 +938,51 @@ void t_pending_release(void)
 	pending_stage = 2;
 	pthread_cond_broadcast(&pending_cv);
 	pthread_mutex_unlock(&pending_m);
+}
+
+static struct {
+	struct regcache *c;
+	void *buf;
+	size_t len;
+	int ret;
+	pthread_t th;
+} pending_get;
+
+static void *pending_getter(void *arg)
+{
+	struct regcache_region *r;
+
+	(void)arg;
+	pending_get.ret = regcache_get(pending_get.c, pending_get.buf,
+				       pending_get.len, 0, &r);
+	if (pending_get.ret == 0)
+		regcache_put(pending_get.c, r);
+	return NULL;
+}
+
+struct regcache *t_pending_get_start(struct t_registrar *t, void *buf,
+				     size_t len)
+{
+	struct regcache_params p = {
+		.ops = &t_pending_ops, .ctx = t,
+		.flags = REGCACHE_FLAG_EXPLICIT_INVALIDATE,
+	};
+
+	t_registrar_init(t, 64);
+	T_REQUIRE(regcache_create(&p, &pending_get.c) == 0);
+	pending_get.buf = buf;
+	pending_get.len = len;
+	t_pending_arm();
+	T_REQUIRE(pthread_create(&pending_get.th, NULL, pending_getter,
+				 NULL) == 0);
+	t_pending_wait();
+	return pending_get.c;
+}
+
+int t_pending_get_join(void)
+{
+	T_REQUIRE(pthread_join(pending_get.th, NULL) == 0);
+	return pending_get.ret;
 }
 
 /* The start of the file at @path as a string; empty if it cannot be read. */

@@ -143,6 +143,9 @@ void t_uring_require_registrable(void *buf, size_t len, const char *what);
 /* A cache on @ring with the given flags and limits. */
 struct regcache *t_uring_cache(struct io_uring *ring, unsigned flags,
 			       size_t max_regions, size_t max_bytes);
+/* The monitor tests' cache: @ring set up, a cache on it with no flags and
+ * no limits, and the monitor under test running (t_monitor_require()). */
+struct regcache *t_monitor_cache(struct io_uring *ring);
 
 /*
  * The DMA oracle: write @len bytes of a pattern derived from @seed into a
@@ -198,11 +201,33 @@ void *t_map(size_t len);
  * them in: THP "always"). */
 void *t_map_small_pages(size_t len);
 
+/* munmap [@buf, @buf+@len) and map fresh anonymous pages at the same
+ * address (MAP_FIXED_NOREPLACE: nothing else took it in between); exits
+ * FAIL if either fails. The change under a cached region that a monitor
+ * must see. */
+void t_remap(void *buf, size_t len);
+
 /* mmap(NULL, @len) until the kernel hands back @want, which another thread
  * is unmapping: every other address is given back at once. Returns @want,
  * mapped; NULL after 20000 tries, when another thread (a monitor's, a
  * sanitizer's) took the hole first and keeps it. */
 char *t_map_until(void *want, size_t len);
+
+/*
+ * regcache_get(@c, @buf, @len, 0, @r), which must succeed (else exit
+ * FAIL): returns by how much the cache's hit count moved across it, 1 for
+ * a hit and 0 for a miss when no other thread gets meanwhile.
+ */
+long t_get_hits(struct regcache *c, void *buf, size_t len,
+		struct regcache_region **r);
+
+/*
+ * Run @fn(@arg) in a forked child, which exits with what @fn returns, and
+ * wait for it; returns its wait status. Stdout is flushed first, so that
+ * the child does not print again what this process buffered. With
+ * @die_with_parent the child calls t_die_with_parent() first.
+ */
+int t_fork_wait(int (*fn)(void *arg), void *arg, bool die_with_parent);
 
 /* Seconds on CLOCK_MONOTONIC: for deadlines and elapsed times. */
 double t_now(void);
@@ -256,6 +281,26 @@ uint64_t t_pfn(const void *addr);
  * maps now. */
 bool t_registrar_same_pages(struct t_registrar *t,
 			    struct regcache_region *region, const void *addr);
+
+/*
+ * The null registrar: registers nothing; each handle records whether it
+ * is registered and which process registered it, so that a test can ask
+ * what a get served. Handles are never freed (a holder may still look at
+ * one after the cache deregistered it) and all stay reachable from a
+ * list, so LeakSanitizer does not call them leaks. A second
+ * deregistration of a handle aborts.
+ */
+struct t_null_handle {
+	_Atomic int live;
+	pid_t pid;
+	struct t_null_handle *next;
+};
+extern const struct regcache_ops t_null_ops;
+/* Registrations and deregistrations so far, in this process. */
+extern _Atomic long t_null_regs, t_null_deregs;
+/* A cache on t_null_ops with REGCACHE_FLAG_EXPLICIT_INVALIDATE (nothing
+ * to monitor: the tests invalidate themselves) and @max_regions. */
+struct regcache *t_null_cache(size_t max_regions);
 
 /*
  * A change under a cached region, proven with DMA (the monitor tests):
@@ -336,6 +381,17 @@ extern const struct regcache_ops t_pending_ops;
 void t_pending_arm(void);
 void t_pending_wait(void);
 void t_pending_release(void);
+/*
+ * The registration in flight: set up @t (64 slots) and a cache on
+ * t_pending_ops over it with REGCACHE_FLAG_EXPLICIT_INVALIDATE; arm, and
+ * start a thread whose get of [@buf, @buf+@len) misses and waits inside
+ * ops->reg; return once it waits. After t_pending_release(),
+ * t_pending_get_join() returns what that get returned (the thread puts
+ * the region it got).
+ */
+struct regcache *t_pending_get_start(struct t_registrar *t, void *buf,
+				     size_t len);
+int t_pending_get_join(void);
 
 /* (churn.c) get [buf, buf+len), DMA-check it, put; a failed get or a stale
  * byte is reported and counted in t_failures (returns false). */
@@ -346,5 +402,27 @@ bool t_get_dma_checked(struct io_uring *ring, struct regcache *c, char *buf,
  * (@len > 3100). */
 void t_churn_scenario(struct io_uring *ring, struct regcache *c, char *buf,
 		      size_t len);
+
+/*
+ * (churn.c) The reuse race: an unmapping thread (t_reuse_unmapper) unmaps
+ * a cached range X while this thread maps until it gets X back
+ * (t_map_until) and gets it again. Such a get must miss, and DMA through
+ * it (every 16th reuse, and every hit) must be visible; a hit or a DMA
+ * that went elsewhere counts as stale.
+ */
+struct t_reuse_race {
+	struct io_uring *ring;
+	struct regcache *cache;
+	size_t len;
+	_Atomic(char *) victim;	/* X, published for the unmapper */
+	_Atomic int go, stop;	/* for the unmapper: start, return */
+	/* Counted by the last t_reuse_race_run(). */
+	long reuses, misses, dma_checked, stale;
+};
+/* The unmapping thread's body (@arg: the struct t_reuse_race): waits for
+ * go, then unmaps each X published until stop. */
+void *t_reuse_unmapper(void *arg);
+/* Race until @want reuses, counted in @k; returns the stale gets. */
+long t_reuse_race_run(struct t_reuse_race *k, long want);
 
 #endif

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,4 +209,63 @@ int mr_count_churn_verdict(struct mr_count *m, const struct churn *rx,
 		return 1;
 	}
 	return churn_verdict(rx, test, title, expect_stale, stale_expected);
+}
+
+bool have_rdma_device(void)
+{
+	DIR *d = opendir("/sys/class/infiniband");
+	struct dirent *e;
+	bool found = false;
+
+	if (!d)
+		return false;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			found = true;
+	closedir(d);
+	return found;
+}
+
+bool rdma_device_or_skip(void)
+{
+	if (have_rdma_device())
+		return true;
+	printf("No RDMA device found (/sys/class/infiniband is empty): "
+	       "skipped; tests/vm/run.sh gives a Soft-RoCE device\n");
+	return false;
+}
+
+int mr_count_args(int argc, char **argv, enum mr_count_mode *mode,
+		  unsigned *rounds, size_t *len)
+{
+	static const char *const modes[] = {
+		[MR_COUNT_STALE] = "stale",
+		[MR_COUNT_CLEAN] = "clean",
+		[MR_COUNT_NOCACHE] = "nocache",
+	};
+
+	*rounds = argc > 2 ? (unsigned)atoi(argv[2]) : 21;
+	*len = argc > 3 ? (size_t)atol(argv[3]) : 65536;
+	for (int i = 0; argc > 1 && i < 3; i++) {
+		if (!strcmp(argv[1], modes[i])) {
+			*mode = (enum mr_count_mode)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int mr_count_mode_verdict(struct mr_count *m, const struct churn *rx,
+			  unsigned rounds, enum mr_count_mode mode,
+			  const char *test, const char *own, const char *off,
+			  const char *stale_expected)
+{
+	char title[128];
+
+	snprintf(title, sizeof(title), "%s: %s", test,
+		 mode == MR_COUNT_STALE ? own :
+		 mode == MR_COUNT_CLEAN ? "regcache's bridge" : off);
+	return mr_count_churn_verdict(m, rx, rounds, mode != MR_COUNT_NOCACHE,
+				      test, title, mode == MR_COUNT_STALE,
+				      stale_expected);
 }

@@ -25,6 +25,7 @@
 #define T_RXE_MR_COUNT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct ibv_context;
@@ -44,6 +45,27 @@ struct mr_count {
 	unsigned long stable, remapped, remapped_empty;
 	long stable_regs, remapped_regs;
 };
+
+/* Is there an RDMA device (an entry in /sys/class/infiniband)? The tests
+ * skip without one. */
+bool have_rdma_device(void);
+/* The same, and when there is none, print that the test skips and where
+ * one is to be had. */
+bool rdma_device_or_skip(void);
+
+/*
+ * What a churn test over a device (fabric-rxe, ucp-rxe) runs, its first
+ * argument: "stale", the middleware's own monitor, the negative control
+ * (messages after raw syscalls must be corrupted); "clean", under
+ * regcache-run (none may be); "nocache", the middleware's cache off, the
+ * count's negative control.
+ */
+enum mr_count_mode { MR_COUNT_STALE, MR_COUNT_CLEAN, MR_COUNT_NOCACHE };
+/* Their command line, MODE [rounds] [bytes]: by default 21 rounds of
+ * 64 KiB messages. Return: 0, or -1 if argv[1] names no mode (or there
+ * is none). */
+int mr_count_args(int argc, char **argv, enum mr_count_mode *mode,
+		  unsigned *rounds, size_t *len);
 
 /*
  * Open the device the middleware uses ($REGCACHE_TEST_IBDEV, else the
@@ -81,5 +103,14 @@ int mr_count_churn_verdict(struct mr_count *m, const struct churn *rx,
 			   unsigned rounds, bool caching, const char *test,
 			   const char *title, bool expect_stale,
 			   const char *stale_expected);
+/*
+ * The same in @mode (caching but in nocache, stale expected in stale),
+ * under the title "@test: " and what ran: @own (the middleware's own
+ * monitor), regcache's bridge, or @off (its cache off).
+ */
+int mr_count_mode_verdict(struct mr_count *m, const struct churn *rx,
+			  unsigned rounds, enum mr_count_mode mode,
+			  const char *test, const char *own, const char *off,
+			  const char *stale_expected);
 
 #endif
