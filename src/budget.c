@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "budget.h"
-#include "log.h"
+#include "base/log.h"
 
 static pthread_once_t budget_once = PTHREAD_ONCE_INIT;
 static size_t budget_limit;

@@ -13,7 +13,7 @@
 
 #include "budget.h"
 #include "cache.h"
-#include "log.h"
+#include "base/log.h"
 
 #define RC_DEFAULT_MAX_REGIONS 65536
 #define RC_MISS_ATTEMPTS 4

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "log.h"
+#include "base/log.h"
 #include "monitor.h"
 
 /* Until the first cache maps the real guard page, the hit path is never run;

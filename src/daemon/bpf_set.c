@@ -17,8 +17,8 @@
 #include <linux/bpf.h>
 
 #include "bpf_set.h"
-#include "log.h"
-#include "monitor/bpf_kernel.h"
+#include "daemon_log.h"
+#include "kernel/bpf_kernel.h"
 #include "rc_node.skel.h"
 
 struct rcd_bpf {

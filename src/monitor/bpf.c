@@ -39,14 +39,14 @@
 #include <linux/bpf.h>
 #include <linux/membarrier.h>
 
-#include "../log.h"
+#include "../base/log.h"
 #include "../base/clock.h"
-#include "monitor.h"
+#include "backend.h"
 #include "bpf_files.h"
-#include "bpf_kernel.h"
+#include "../kernel/bpf_kernel.h"
 #include "ring.h"
-#include "vma.h"
-#include "rc_bpf_abi.h"
+#include "../kernel/vma.h"
+#include "../abi/rc_bpf_abi.h"
 #include "rc_monitor.skel.h"
 
 #define RC_PAGE 4096u

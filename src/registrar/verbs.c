@@ -20,7 +20,7 @@
 
 #include "../budget.h"
 #include "../cache.h"
-#include "../log.h"
+#include "../base/log.h"
 
 /* Access bits that select one implicit ODP MR (LOCAL_WRITE is always among
  * them, see odp_reg(): 8 MRs at most). */

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../compat.h"
+#include "../base/compat.h"
 
 /* PROCMAP_QUERY is not in Debian 12's headers: the kernel's layout. */
 struct rc_procmap_query {
