@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "budget.h"
-#include "env.h"
-#include "log.h"
+#include "base/env.h"
+#include "base/log.h"
 
 static pthread_once_t budget_once = PTHREAD_ONCE_INIT;
 static size_t budget_limit;

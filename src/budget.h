@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "compat.h"
+#include "base/compat.h"
 
 /* The budget in bytes; SIZE_MAX when unlimited. Computed once. */
 rc_hidden size_t rc_budget_limit(void);

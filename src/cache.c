@@ -13,9 +13,9 @@
 
 #include "budget.h"
 #include "cache.h"
-#include "env.h"
-#include "fork.h"
-#include "log.h"
+#include "base/env.h"
+#include "base/fork.h"
+#include "base/log.h"
 
 #define RC_DEFAULT_MAX_REGIONS 65536
 #define RC_MISS_ATTEMPTS 4

@@ -14,7 +14,7 @@
 
 #include <regcache.h>
 
-#include "compat.h"
+#include "base/compat.h"
 #include "index.h"
 #include "lru.h"
 #include "monitor.h"

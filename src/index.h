@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "compat.h"
+#include "base/compat.h"
 #include "region.h"
 
 struct rc_index_node;

@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "env.h"
-#include "fork.h"
-#include "log.h"
+#include "base/env.h"
+#include "base/fork.h"
+#include "base/log.h"
 #include "monitor.h"
 
 /* Until the first cache maps the real guard page, the hit path is never run;

@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "compat.h"
-#include "monitor/monitor.h"
+#include "base/compat.h"
+#include "monitor/backend.h"
 
 extern rc_hidden struct rc_monitor rc_mon;
 
@@ -127,7 +127,7 @@ struct rc_monitor_ticket {
 	bool undo;
 };
 
-/* Thin wrappers over the backend ops; see monitor/monitor.h. On 0,
+/* Thin wrappers over the backend ops; see monitor/backend.h. On 0,
  * rc_monitor_watch() fills @ticket. */
 rc_hidden int rc_monitor_watch(uintptr_t start, uintptr_t end,
 			       struct rc_monitor_ticket *ticket);

@@ -14,8 +14,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fork.h"
-#include "log.h"
+#include "base/fork.h"
+#include "base/log.h"
 #include "region.h"
 
 _Static_assert(sizeof(struct rc_region) == 48, "a region is 48 bytes");

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "compat.h"
+#include "base/compat.h"
 
 /* rc_region.tag_flags: the cache's tag in the low 13 bits, flags above. */
 #define RC_REGION_TAG_MASK	0x1fffu

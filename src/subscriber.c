@@ -17,7 +17,7 @@
 
 #include <regcache/monitor.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "monitor.h"
 
 struct watch {

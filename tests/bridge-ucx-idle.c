@@ -95,7 +95,10 @@ int main(int argc, char **argv)
 			"preloaded, or no synchronous monitor)\n");
 		return T_EXIT_FAIL;
 	}
-	tid = find_thread("rc-ucx-forward");
+	/* The thread names itself when it first runs, which on a loaded
+	 * machine can be after this point: give it 5 s. */
+	for (int i = 0; i < 500 && !(tid = find_thread("rc-ucx-forward")); i++)
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
 	if (!tid) {
 		fprintf(stderr, "no forwarding thread (REGCACHE_UCX_THREAD=1 "
 			"missing?)\n");

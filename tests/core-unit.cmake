@@ -3,15 +3,15 @@
 include_guard(GLOBAL)
 
 regcache_add_test(NAME index-unit
-  SOURCES index-unit.c ${PROJECT_SOURCE_DIR}/src/index.c ${PROJECT_SOURCE_DIR}/src/log.c
-    ${PROJECT_SOURCE_DIR}/src/env.c
+  SOURCES index-unit.c ${PROJECT_SOURCE_DIR}/src/index.c ${PROJECT_SOURCE_DIR}/src/base/log.c
+    ${PROJECT_SOURCE_DIR}/src/base/env.c
   LABELS core unit)
 target_include_directories(index-unit PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_definitions(index-unit PRIVATE RC_DEBUG=1)
 
 regcache_add_test(NAME region-slots-unit
-  SOURCES region-slots-unit.c ${PROJECT_SOURCE_DIR}/src/region.c ${PROJECT_SOURCE_DIR}/src/log.c
-    ${PROJECT_SOURCE_DIR}/src/env.c ${PROJECT_SOURCE_DIR}/src/fork.c
+  SOURCES region-slots-unit.c ${PROJECT_SOURCE_DIR}/src/region.c ${PROJECT_SOURCE_DIR}/src/base/log.c
+    ${PROJECT_SOURCE_DIR}/src/base/env.c ${PROJECT_SOURCE_DIR}/src/base/fork.c
   LIBS Threads::Threads LABELS core unit)
 target_include_directories(region-slots-unit PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_definitions(region-slots-unit PRIVATE RC_DEBUG=1)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * env-table: every environment variable regcache reads is in the table of
- * src/env.c, is read only through its accessors, and README.md's
+ * src/base/env.c, is read only through its accessors, and README.md's
  * configuration table is that table.
  *
  *   env-table SRCDIR      the test: the accessors, then SRCDIR's src/ and
@@ -13,10 +13,10 @@
  *    an identifier of the public headers or a CMake option (a name can only
  *    be read by spelling it somewhere, whatever reads it: getenv(),
  *    secure_getenv(), a walk of environ, a helper given the name);
- *  - getenv() or secure_getenv() outside src/env.c of a REGCACHE_* literal
+ *  - getenv() or secure_getenv() outside src/base/env.c of a REGCACHE_* literal
  *    (it must go through an accessor) or of anything but a literal (the
  *    name cannot be checked);
- *  - environ outside src/env.c;
+ *  - environ outside src/base/env.c;
  * and in shell scripts (.in, .sh) and CMake files, $REGCACHE_X, ${REGCACHE_X
  * or $ENV{REGCACHE_X} of a name not in the table.
  * Negative control: the fixture tree tests/env-fixture has one of each
@@ -33,8 +33,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "env.h"
-#include "log.h"
+#include "base/env.h"
+#include "base/log.h"
 
 #define README_BEGIN "<!-- env-table: the rows are `env-table --markdown` " \
 		     "(tests/env-table.c checks them) -->\n"
@@ -294,7 +294,7 @@ static bool is_env_c(const char *path)
 {
 	size_t n = strlen(path);
 
-	return n >= 10 && !strcmp(path + n - 10, "/src/env.c");
+	return n >= 15 && !strcmp(path + n - 15, "/src/base/env.c");
 }
 
 static void scan_c(const char *path, const char *text)
@@ -314,7 +314,7 @@ static void scan_c(const char *path, const char *text)
 			;
 		if (!in_table(code + i, len) && !is_allowed(code + i, len))
 			problem(path, line_of(text, text + i),
-				"%.*s is not in the table of src/env.c",
+				"%.*s is not in the table of src/base/env.c",
 				(int)len, code + i);
 		i += len;
 	}
@@ -323,7 +323,7 @@ static void scan_c(const char *path, const char *text)
 		if ((p == bare || !is_ident(p[-1])) && !is_ident(p[7]) &&
 		    !is_env_c(path))
 			problem(path, line_of(bare, p),
-				"environ read outside src/env.c");
+				"environ read outside src/base/env.c");
 	for (const char *p = bare; (p = strstr(p, "getenv")); p += 6) {
 		const char *a, *close;
 		size_t at;
@@ -352,11 +352,11 @@ static void scan_c(const char *path, const char *text)
 		if (!close)
 			problem(path, line_of(bare, p),
 				"getenv() of something other than a literal: "
-				"use the table's accessors (src/env.h)");
+				"use the table's accessors (src/base/env.h)");
 		else if (!strncmp(code + at + 1, "REGCACHE_", 9))
 			problem(path, line_of(bare, p),
-				"getenv(%.*s) outside src/env.c: use the "
-				"table's accessors (src/env.h)",
+				"getenv(%.*s) outside src/base/env.c: use the "
+				"table's accessors (src/base/env.h)",
 				(int)(close - (code + at) + 1), code + at);
 	}
 	free(code);
@@ -379,7 +379,7 @@ static void scan_script(const char *path, const char *text, bool cmake)
 			;
 		if (!in_table(p, len))
 			problem(path, line_of(text, p),
-				"%.*s is not in the table of src/env.c",
+				"%.*s is not in the table of src/base/env.c",
 				(int)len, p);
 	}
 }
@@ -680,7 +680,7 @@ static void check_negative_control(const char *srcdir)
 		"src/unlisted.c:17: getenv(\"REGCACHE_LOG\") outside",
 		"src/unlisted.c:20: REGCACHE_READ_BY_PREFIX_ is not in the "
 		"table",
-		"src/unlisted.c:22: environ read outside src/env.c",
+		"src/unlisted.c:22: environ read outside src/base/env.c",
 		"tools/run.in:3: REGCACHE_UNLISTED_DIR is not in the table",
 	};
 	const size_t n_want = sizeof(want) / sizeof(want[0]);

@@ -3,7 +3,7 @@
  * deadlock. That thread holds the list of caches (caches_lock) while it
  * deregisters another cache's idle region, and then unwatches the region,
  * which takes the monitor backend's lock; fork's prepare handler must take
- * caches_lock before the backend's lock (src/fork.h), whichever of the
+ * caches_lock before the backend's lock (src/base/fork.h), whichever of the
  * cache or the monitor came first. The cache here is created before the
  * monitor starts, the order in which handlers registered one per part
  * would take the backend's lock first and deadlock.

@@ -72,7 +72,7 @@ if(REGCACHE_FUZZ_TARGETS)
   add_executable(fuzz-cache fuzz-cache.c)
   target_link_libraries(fuzz-cache PRIVATE regcache)
   add_executable(fuzz-index fuzz-index.c ${PROJECT_SOURCE_DIR}/src/index.c
-    ${PROJECT_SOURCE_DIR}/src/log.c ${PROJECT_SOURCE_DIR}/src/env.c)
+    ${PROJECT_SOURCE_DIR}/src/base/log.c ${PROJECT_SOURCE_DIR}/src/base/env.c)
   target_include_directories(fuzz-index PRIVATE ${PROJECT_SOURCE_DIR}/src
     ${PROJECT_SOURCE_DIR}/include)
   target_compile_definitions(fuzz-index PRIVATE RC_DEBUG=1)

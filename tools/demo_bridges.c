@@ -24,7 +24,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "../src/env.h"
+#include "../src/base/env.h"
 #include "demo.h"
 #include "rcache_ucx.h"
 

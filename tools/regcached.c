@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/log.h"
-#include "daemon/protocol.h"
+#include "daemon/daemon_log.h"
+#include "abi/protocol.h"
 #include "daemon/server.h"
 
 static void usage(FILE *f)

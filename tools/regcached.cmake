@@ -9,11 +9,11 @@ add_executable(regcached ${CMAKE_CURRENT_LIST_DIR}/regcached.c
   ${PROJECT_SOURCE_DIR}/src/daemon/server.c
   ${PROJECT_SOURCE_DIR}/src/daemon/clients.c
   ${PROJECT_SOURCE_DIR}/src/daemon/bpf_set.c
-  ${PROJECT_SOURCE_DIR}/src/daemon/log.c
-  ${PROJECT_SOURCE_DIR}/src/monitor/bpf_kernel.c
-  ${PROJECT_SOURCE_DIR}/src/monitor/vma.c
-  ${PROJECT_SOURCE_DIR}/src/env.c
-  ${PROJECT_SOURCE_DIR}/src/log.c)
+  ${PROJECT_SOURCE_DIR}/src/daemon/daemon_log.c
+  ${PROJECT_SOURCE_DIR}/src/kernel/bpf_kernel.c
+  ${PROJECT_SOURCE_DIR}/src/kernel/vma.c
+  ${PROJECT_SOURCE_DIR}/src/base/env.c
+  ${PROJECT_SOURCE_DIR}/src/base/log.c)
 # The skeleton is generated in the top directory's scope: depend on its
 # target rather than list the file (a fresh configure would not know it).
 add_dependencies(regcached regcache_node_skel)

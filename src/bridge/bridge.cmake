@@ -8,8 +8,8 @@ endif()
 
 # Each bridge has its own hidden copy of the environment table (env.c) and
 # the log it warns through (log.c): the library keeps its copies hidden.
-set(regcache_bridge_env ${PROJECT_SOURCE_DIR}/src/env.c
-  ${PROJECT_SOURCE_DIR}/src/log.c)
+set(regcache_bridge_env ${PROJECT_SOURCE_DIR}/src/base/env.c
+  ${PROJECT_SOURCE_DIR}/src/base/log.c)
 add_library(regcache-ucx SHARED ${CMAKE_CURRENT_LIST_DIR}/ucx.c
   ${CMAKE_CURRENT_LIST_DIR}/find.c ${regcache_bridge_env})
 target_link_libraries(regcache-ucx PRIVATE regcache Threads::Threads ${CMAKE_DL_LIBS})

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../env.h"
-#include "../log.h"
+#include "../base/env.h"
+#include "../base/log.h"
 
 #define rc_bridge_hidden __attribute__((visibility("hidden")))
 #define rc_bridge_export __attribute__((visibility("default")))

@@ -17,9 +17,9 @@
 #include <linux/bpf.h>
 
 #include "bpf_set.h"
-#include "env.h"
-#include "log.h"
-#include "monitor/bpf_kernel.h"
+#include "base/env.h"
+#include "daemon_log.h"
+#include "kernel/bpf_kernel.h"
 #include "rc_node.skel.h"
 
 struct rcd_bpf {

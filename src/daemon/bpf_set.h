@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../monitor/bpf/rc_bpf_abi.h"
+#include "../abi/rc_bpf_abi.h"
 
 struct rcd_bpf;
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "clients.h"
-#include "log.h"
+#include "daemon_log.h"
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77		/* Linux 6.5; not in Debian 12's headers */

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "../monitor/bpf/rc_bpf_abi.h"
+#include "../abi/rc_bpf_abi.h"
 
 struct rcd_limits {
 	unsigned conns_per_user;	/* connections, hence rings (64 KiB each) */

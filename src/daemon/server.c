@@ -31,11 +31,11 @@
 
 #include "bpf_set.h"
 #include "clients.h"
-#include "log.h"
-#include "protocol.h"
+#include "daemon_log.h"
+#include "../abi/protocol.h"
 #include "server.h"
 #include "../abi/fdpass.h"
-#include "../monitor/vma.h"
+#include "../kernel/vma.h"
 
 enum tag { TAG_LISTEN, TAG_CONN, TAG_PROC, TAG_SIGNAL };
 

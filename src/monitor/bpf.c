@@ -39,16 +39,16 @@
 #include <linux/bpf.h>
 #include <linux/membarrier.h>
 
-#include "../log.h"
+#include "../base/log.h"
 #include "../base/clock.h"
-#include "../env.h"
-#include "../fork.h"
-#include "monitor.h"
+#include "../base/env.h"
+#include "../base/fork.h"
+#include "backend.h"
 #include "bpf_files.h"
-#include "bpf_kernel.h"
+#include "../kernel/bpf_kernel.h"
 #include "ring.h"
-#include "vma.h"
-#include "rc_bpf_abi.h"
+#include "../kernel/vma.h"
+#include "../abi/rc_bpf_abi.h"
 #include "rc_monitor.skel.h"
 
 #define RC_PAGE 4096u

@@ -14,7 +14,7 @@ macro(regcache_bpf_skeleton name define)
     COMMAND ${REGCACHE_CLANG} -target bpf -O2 -g -D__TARGET_ARCH_${arch}
             ${define} -Wall -Werror -I${out} -I${src} ${LIBBPF_CFLAGS}
             -c ${src}/rc_monitor.bpf.c -o ${out}/${name}.bpf.o
-    DEPENDS ${src}/rc_monitor.bpf.c ${src}/rc_bpf_abi.h ${out}/vmlinux.h
+    DEPENDS ${src}/rc_monitor.bpf.c ${PROJECT_SOURCE_DIR}/src/abi/rc_bpf_abi.h ${out}/vmlinux.h
     COMMENT "clang -target bpf ${define} rc_monitor.bpf.c -> ${name}.bpf.o"
     VERBATIM)
   add_custom_command(OUTPUT ${out}/${name}.skel.h
@@ -82,7 +82,7 @@ function(regcache_bpf_backend)
   set(REGCACHE_BPF_OUT ${out} PARENT_SCOPE)
 
   target_sources(regcache PRIVATE src/monitor/bpf.c src/monitor/bpf_files.c
-    src/monitor/bpf_kernel.c
+    src/kernel/bpf_kernel.c
     ${out}/rc_monitor.skel.h)
   add_dependencies(regcache regcache_bpf_skel)
   target_include_directories(regcache PRIVATE ${out} ${src})

@@ -12,9 +12,9 @@
 
 #include <bpf/bpf.h>
 
-#include "../log.h"
+#include "../base/log.h"
 #include "bpf_files.h"
-#include "rc_bpf_abi.h"
+#include "../abi/rc_bpf_abi.h"
 
 #define RC_PAGE 4096u
 

@@ -13,8 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../compat.h"
-#include "vma.h"
+#include "../base/compat.h"
+#include "../kernel/vma.h"
 
 /**
  * struct rc_bpf_files - the watched files of one process

@@ -5,7 +5,7 @@
  */
 #include <errno.h>
 
-#include "monitor.h"
+#include "backend.h"
 
 static int none_start(struct rc_monitor *mon)
 {

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../compat.h"
+#include "../base/compat.h"
 
 /**
  * struct rc_range_stamped - one range of a struct rc_range_set

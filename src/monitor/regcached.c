@@ -42,14 +42,14 @@
 
 #include "../abi/fdpass.h"
 #include "../base/clock.h"
-#include "../daemon/protocol.h"
-#include "../env.h"
-#include "../fork.h"
-#include "../log.h"
-#include "bpf/rc_bpf_abi.h"
-#include "monitor.h"
+#include "../abi/protocol.h"
+#include "../base/env.h"
+#include "../base/fork.h"
+#include "../base/log.h"
+#include "../abi/rc_bpf_abi.h"
+#include "backend.h"
 #include "ring.h"
-#include "vma.h"
+#include "../kernel/vma.h"
 
 #define RC_PAGE 4096u
 /* A reply slower than this means the daemon is stuck: treat it as gone;

@@ -7,7 +7,7 @@
 #include <linux/types.h>
 
 #include "ring.h"
-#include "bpf/rc_bpf_abi.h"
+#include "../abi/rc_bpf_abi.h"
 
 int rc_ring_map(struct rc_ring *r, int fd, size_t bytes)
 {

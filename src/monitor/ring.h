@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../compat.h"
+#include "../base/compat.h"
 
 struct rc_ring {
 	size_t page;

@@ -54,12 +54,12 @@
 #endif
 
 #include "../base/clock.h"
-#include "../env.h"
-#include "../fork.h"
-#include "../log.h"
-#include "monitor.h"
+#include "../base/env.h"
+#include "../base/fork.h"
+#include "../base/log.h"
+#include "backend.h"
 #include "ranges.h"
-#include "vma.h"
+#include "../kernel/vma.h"
 
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1	/* Linux 5.11; not in Debian 12's headers */

@@ -19,8 +19,8 @@
 
 #include "../base/clock.h"
 #include "../cache.h"
-#include "../env.h"
-#include "../log.h"
+#include "../base/env.h"
+#include "../base/log.h"
 
 /* The kernel's limit on fixed buffers per ring (IORING_MAX_REG_BUFFERS). */
 #define RC_URING_MAX_SLOTS 16384u

@@ -9,7 +9,7 @@
 
 #include <regcache/uring.h>
 
-#include "../log.h"
+#include "../base/log.h"
 
 static int prep_fixed(struct regcache *cache, struct io_uring_sqe *sqe,
 		      bool write, int fd, const void *buf, unsigned nbytes,

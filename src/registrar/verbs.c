@@ -19,8 +19,8 @@
 #include <regcache/verbs.h>
 
 #include "../cache.h"
-#include "../env.h"
-#include "../log.h"
+#include "../base/env.h"
+#include "../base/log.h"
 
 /* Access bits that select one implicit ODP MR (LOCAL_WRITE is always among
  * them, see odp_reg(): 8 MRs at most). */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * For the regcached attack tests: speak the daemon's wire protocol by hand
- * (src/daemon/protocol.h), as a hostile client would, and read a ring
+ * (src/abi/protocol.h), as a hostile client would, and read a ring
  * without the library. Not a second client implementation: just enough to
  * send what the library never would.
  */
@@ -25,7 +25,7 @@
 #include <linux/bpf.h>
 
 #include "abi/fdpass.h"
-#include "daemon/protocol.h"
+#include "abi/protocol.h"
 #include "helpers.h"
 
 static inline const char *w_socket(void)

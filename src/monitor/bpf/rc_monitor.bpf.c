@@ -39,7 +39,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
-#include "rc_bpf_abi.h"
+#include "../../abi/rc_bpf_abi.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 

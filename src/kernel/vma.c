@@ -8,7 +8,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "../log.h"
+#include "../base/log.h"
 #include "vma.h"
 
 int rc_vma_source_open_pid(struct rc_vma_source *src, pid_t pid,

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../compat.h"
+#include "../base/compat.h"
 
 struct rc_monitor;
 

@@ -10,7 +10,7 @@
 #include <bpf/btf.h>
 #include <linux/bpf.h>
 
-#include "../env.h"
+#include "../base/env.h"
 #include "bpf_kernel.h"
 
 const char *rc_bpf_attach_name(enum rc_bpf_attach mode)

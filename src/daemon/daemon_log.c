@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "log.h"
+#include "daemon_log.h"
 
 int rcd_log_level = RCD_WARN;
 

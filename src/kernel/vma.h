@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../compat.h"
-#include "../env.h"
+#include "../base/compat.h"
+#include "../base/env.h"
 
 /* PROCMAP_QUERY is not in Debian 12's headers: the kernel's layout. */
 struct rc_procmap_query {
