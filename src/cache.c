@@ -13,6 +13,7 @@
 
 #include "budget.h"
 #include "cache.h"
+#include "cache_registrar.h"
 #include "base/env.h"
 #include "base/fork.h"
 #include "base/log.h"
@@ -1074,12 +1075,24 @@ void regcache_flush(struct regcache *c)
  * ------------------------------------------------------------------- */
 
 int rc_cache_create(const struct regcache_params *params,
-		    struct regcache **cache)
+		    const struct rc_registrar *reg, struct regcache **cache)
 {
 	struct regcache *c;
 	struct rc_region *r;
 	int ret;
 
+	if (!params || !params->ops || !params->ops->reg ||
+	    !params->ops->dereg || !cache ||
+	    (params->flags & ~(REGCACHE_FLAG_EXPLICIT_INVALIDATE |
+			       REGCACHE_FLAG_NO_HIT_PROBE))) {
+		rc_warn("regcache_create: %s",
+			!params || !cache ? "params and cache must not be NULL"
+			: !params->ops || !params->ops->reg ||
+					!params->ops->dereg
+				? "params->ops with both reg and dereg is required"
+				: "unknown bits in params->flags");
+		return -EINVAL;
+	}
 	if (!page_size)
 		page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
 	rc_fork_enable(RC_FORK_CACHES, &caches_fork);
@@ -1093,8 +1106,9 @@ int rc_cache_create(const struct regcache_params *params,
 	c->flags = params->flags;
 	c->explicit_invalidate =
 		!!(params->flags & REGCACHE_FLAG_EXPLICIT_INVALIDATE);
-	c->follows_page_tables =
-		!!(params->flags & RC_CACHE_FLAG_FOLLOWS_PAGE_TABLES);
+	if (reg)
+		c->registrar = *reg;
+	c->follows_page_tables = c->registrar.follows_page_tables;
 	c->pinned = !c->follows_page_tables;
 	c->max_regions = params->max_regions ? params->max_regions
 					     : rc_env_size(RC_ENV_MAX_REGIONS);
@@ -1130,6 +1144,9 @@ int rc_cache_create(const struct regcache_params *params,
 		goto err_index;
 	rc_monitor_cursor_init(&c->cursor);
 	update_monitor_caps(c);
+	if (c->registrar.max_regions &&
+	    c->max_regions > c->registrar.max_regions)
+		c->max_regions = c->registrar.max_regions;
 	rc_info("cache %p: monitor %s, max %zu regions%s; pinned-memory "
 		"budget of the process %s%s", (void *)c,
 		rc_monitor_active() ? rc_monitor_active()->ops.name : "none",
@@ -1156,19 +1173,14 @@ err_free:
 int regcache_create(const struct regcache_params *params,
 		    struct regcache **cache)
 {
-	if (!params || !params->ops || !params->ops->reg ||
-	    !params->ops->dereg || !cache ||
-	    (params->flags & ~(REGCACHE_FLAG_EXPLICIT_INVALIDATE |
-			       REGCACHE_FLAG_NO_HIT_PROBE))) {
-		rc_warn("regcache_create: %s",
-			!params || !cache ? "params and cache must not be NULL"
-			: !params->ops || !params->ops->reg ||
-					!params->ops->dereg
-				? "params->ops with both reg and dereg is required"
-				: "unknown bits in params->flags");
-		return -EINVAL;
-	}
-	return rc_cache_create(params, cache);
+	return rc_cache_create(params, NULL, cache);
+}
+
+void *rc_cache_registrar_priv(const struct regcache *c,
+			      void (*destroy)(void *priv))
+{
+	return c && destroy && c->registrar.destroy == destroy ?
+		       c->registrar.priv : NULL;
 }
 
 void regcache_destroy(struct regcache *c)
@@ -1208,8 +1220,8 @@ void regcache_destroy(struct regcache *c)
 	rc_monitor_release();
 	rc_index_fini(&c->index);
 	rc_region_pool_fini(&c->pool);
-	if (c->registrar_destroy)
-		c->registrar_destroy(c->registrar_priv);
+	if (c->registrar.destroy)
+		c->registrar.destroy(c->registrar.priv);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

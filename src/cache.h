@@ -14,6 +14,7 @@
 
 #include <regcache.h>
 
+#include "cache_registrar.h"
 #include "base/compat.h"
 #include "index.h"
 #include "lru.h"
@@ -46,7 +47,7 @@ struct regcache {
 	_Atomic bool probe_hits;	/* written under the lock at a sync */
 	_Atomic bool never_cache;
 	bool explicit_invalidate;
-	bool follows_page_tables;	/* RC_CACHE_FLAG_FOLLOWS_PAGE_TABLES */
+	bool follows_page_tables;	/* rc_registrar.follows_page_tables */
 	uint32_t tag;			/* pool.tag, next to what a put reads */
 
 	bool pinned;			/* charged to the budget (budget.h) */
@@ -55,8 +56,7 @@ struct regcache {
 	size_t max_regions;
 	size_t max_bytes;
 	unsigned flags;
-	void *registrar_priv;		/* freed by registrar_destroy */
-	void (*registrar_destroy)(void *priv);
+	struct rc_registrar registrar;	/* zeroed for regcache_create() */
 	TAILQ_ENTRY(regcache) all_link;	/* cache.c:caches */
 
 	pthread_mutex_t lock __attribute__((aligned(rc_cacheline)));
@@ -82,14 +82,5 @@ struct regcache {
 	_Atomic uint64_t cur_regions, cur_bytes;
 };
 
-/* Internal creation flag (rc_cache_create only): the registrar's
- * registrations follow the page tables (implicit ODP), so they can never
- * go stale: cache under any monitor, never watch, never probe, no byte
- * limit by default. */
-#define RC_CACHE_FLAG_FOLLOWS_PAGE_TABLES (1u << 31)
-
-/* regcache_create() for the registrars, which may pass RC_CACHE_FLAG_*. */
-rc_hidden int rc_cache_create(const struct regcache_params *params,
-			      struct regcache **cache);
 
 #endif /* RC_CACHE_H */

@@ -6,6 +6,7 @@
  * slot to an empty iovec, which unpins them once no request uses them.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <liburing.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -18,7 +19,7 @@
 #include <regcache/uring.h>
 
 #include "../base/clock.h"
-#include "../cache.h"
+#include "../cache_registrar.h"
 #include "../base/env.h"
 #include "../base/log.h"
 
@@ -310,17 +311,14 @@ static int create(struct io_uring *ring, unsigned first, unsigned count,
 		p = *params;
 	p.ops = &uring_ops;
 	p.ctx = u;
-	ret = regcache_create(&p, cache);
+	ret = rc_cache_create(&p, &(struct rc_registrar){
+		.priv = u, .destroy = uring_destroy, .max_regions = count },
+		cache);
 	if (ret) {
 		pthread_mutex_destroy(&u->lock);
 		free(u);
-		return ret;
 	}
-	if ((*cache)->max_regions > count)
-		(*cache)->max_regions = count;
-	(*cache)->registrar_priv = u;
-	(*cache)->registrar_destroy = uring_destroy;
-	return 0;
+	return ret;
 }
 
 /*

@@ -18,7 +18,8 @@
 
 #include <regcache/verbs.h>
 
-#include "../cache.h"
+#include "../cache_registrar.h"
+#include "../region.h"
 #include "../base/env.h"
 #include "../base/log.h"
 
@@ -449,20 +450,13 @@ int regcache_verbs_create(struct ibv_pd *pd,
 	p.flags &= ~odp_flags;
 	p.ops = &verbs_ops;
 	p.ctx = v;
-	if (v->odp && (p.flags & ~(REGCACHE_FLAG_EXPLICIT_INVALIDATE |
-				   REGCACHE_FLAG_NO_HIT_PROBE)))
-		ret = -EINVAL;
-	else if (v->odp) {
-		p.flags |= RC_CACHE_FLAG_FOLLOWS_PAGE_TABLES;
-		ret = rc_cache_create(&p, cache);
-	} else
-		ret = regcache_create(&p, cache);
+	ret = rc_cache_create(&p, &(struct rc_registrar){
+		.priv = v, .destroy = verbs_destroy,
+		.follows_page_tables = v->odp }, cache);
 	if (ret) {
 		verbs_destroy(v);
 		return ret;
 	}
-	(*cache)->registrar_priv = v;
-	(*cache)->registrar_destroy = verbs_destroy;
 	rc_info("verbs cache %p: %s", (void *)*cache,
 		v->odp ? "implicit on-demand paging" : "pinned registration");
 	return 0;
@@ -470,9 +464,9 @@ int regcache_verbs_create(struct ibv_pd *pd,
 
 int regcache_verbs_odp(const struct regcache *cache)
 {
-	if (!cache || cache->registrar_destroy != verbs_destroy)
-		return -EINVAL;
-	return ((const struct rc_verbs *)cache->registrar_priv)->odp;
+	const struct rc_verbs *v = rc_cache_registrar_priv(cache, verbs_destroy);
+
+	return v ? v->odp : -EINVAL;
 }
 
 uint32_t regcache_region_lkey(const struct regcache_region *region)
