@@ -8,7 +8,7 @@
  * guests; docs/benchmarks.md).
  *
  *   mpi-bench [-m lat,bw] [-b reuse,churn] [-M MAX] [-n ITERS]
- *             [-w WARMUP] [-W WINDOW] [-s SECONDS] [-t LIMIT]
+ *             [-w WARMUP] [-W WINDOW] [-B BYTES] [-s SECONDS] [-t LIMIT]
  *
  * lat: ping-pong, one message each way, half the round trip. bw: rank 0
  * posts a window of WINDOW (64) non-blocking sends, rank 1 answers with
@@ -27,9 +27,10 @@
  * ITERS (lat 200, bw 20) timed iterations up to 64 KiB, fewer above (the
  * same bytes, at least 1), after WARMUP (10, scaled alike) untimed ones;
  * a size stops early at SECONDS (10) per test, judged from the warm-up.
- * The receivers' window is cut to what fits in 64 MiB (16 at 4 MiB): each
- * pending receive needs a buffer of its own. LIMIT (1800 s) bounds the
- * whole run: past it a rank exits with FAIL.
+ * The window is cut to what fits in BYTES (64M: 16 at 4 MiB, at least 1):
+ * each pending receive needs a buffer of its own, and under emulation a
+ * window of 64 MiB takes minutes. LIMIT (1800 s) bounds the whole run:
+ * past it a rank exits with FAIL.
  *
  * Every message carries a pattern of its own (size, iteration, slot);
  * churn checks every message at a word per page, and each test ends with
@@ -37,7 +38,7 @@
  * ranks. A wrong byte is a FAIL (the job aborts), never a figure.
  *
  * Rank 0 prints, per test and size, a line
- *   result lat|bw reuse|churn SIZE VALUE us|MB/s ITERS
+ *   result lat|bw reuse|churn SIZE VALUE us|MB/s ITERS [window N]
  * and at the end which ranks had regcache's UCX bridge forwarding.
  */
 #include <dlfcn.h>
@@ -59,13 +60,12 @@
 #define MIB ((size_t)1 << 20)
 /* Beyond this, fewer timed iterations: the same bytes per size. */
 #define FULL_ITERS_UP_TO ((size_t)64 << 10)
-/* What rank 1 may hold for a window of pending receives. */
-#define WINDOW_BYTES (64 * MIB)
 
 struct opts {
 	bool lat, bw, reuse, churn;
 	size_t max;
 	unsigned lat_iters, bw_iters, warmup, window;
+	size_t window_bytes;
 	double seconds;
 	unsigned limit;
 };
@@ -287,8 +287,8 @@ static void run_test(const struct opts *o, bool bw, bool churn)
 		char *sbuf = NULL, **rbufs = NULL;
 		double t, per;
 
-		if (bw && (size_t)window * size > WINDOW_BYTES)
-			window = (unsigned)(WINDOW_BYTES / size);
+		if (bw && (size_t)window * size > o->window_bytes)
+			window = (unsigned)(o->window_bytes / size);
 		if (!window)
 			window = 1;
 		/* Rank 0 sends from one buffer; rank 1 receives into one
@@ -327,8 +327,9 @@ static void run_test(const struct opts *o, bool bw, bool churn)
 			double v = bw ? (double)size * window * iters / t / 1e6
 				      : t / (2.0 * iters) * 1e6;
 
-			printf("result %s %s %zu %.3f %s %u\n", name, kind, size,
-			       v, bw ? "MB/s" : "us", iters);
+			printf("result %s %s %zu %.3f %s %u", name, kind,
+			       size, v, bw ? "MB/s" : "us", iters);
+			printf(bw ? " window %u\n" : "\n", window);
 			fflush(stdout);
 		}
 		/*
@@ -378,7 +379,7 @@ static int usage(void)
 		fprintf(stderr,
 			"usage: mpi-bench [-m lat,bw] [-b reuse,churn] "
 			"[-M MAX] [-n ITERS] [-w WARMUP]\n"
-			"                 [-W WINDOW] [-s SECONDS] "
+			"                 [-W WINDOW] [-B BYTES] [-s SECONDS] "
 			"[-t LIMIT]\n");
 	MPI_Finalize();
 	return 2;
@@ -400,7 +401,8 @@ int main(int argc, char **argv)
 	struct opts o = {
 		.lat = true, .bw = true, .reuse = true, .churn = true,
 		.max = 16 * MIB, .lat_iters = 200, .bw_iters = 20,
-		.warmup = 10, .window = 64, .seconds = 10, .limit = 1800,
+		.warmup = 10, .window = 64, .window_bytes = 64 * MIB,
+		.seconds = 10, .limit = 1800,
 	};
 	char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
 	char host[MPI_MAX_PROCESSOR_NAME], host1[MPI_MAX_PROCESSOR_NAME];
@@ -417,7 +419,7 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	while ((c = getopt(argc, argv, "m:b:M:n:w:W:s:t:")) != -1) {
+	while ((c = getopt(argc, argv, "m:b:M:n:w:W:B:s:t:")) != -1) {
 		switch (c) {
 		case 'm':
 			o.lat = strstr(optarg, "lat");
@@ -433,6 +435,7 @@ int main(int argc, char **argv)
 			break;
 		case 'w': o.warmup = (unsigned)atoi(optarg); break;
 		case 'W': o.window = (unsigned)atoi(optarg); break;
+		case 'B': o.window_bytes = parse_size(optarg); break;
 		case 's': o.seconds = atof(optarg); break;
 		case 't': o.limit = (unsigned)atoi(optarg); break;
 		default: return usage();
@@ -440,6 +443,7 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc || o.max < 8 || o.max > 1024 * MIB ||
 	    !o.lat_iters || !o.warmup || !o.window || o.window > 1024 ||
+	    o.window_bytes < 8 ||
 	    o.seconds <= 0 || !(o.lat || o.bw) || !(o.reuse || o.churn))
 		return usage();
 	if (size != 2) {
@@ -460,10 +464,10 @@ int main(int argc, char **argv)
 		mpi[strcspn(mpi, "\n")] = '\0';
 		printf("mpi-bench: %s; UCX %s\n", mpi, ucx_version());
 		printf("mpi-bench: rank 0 on %s, rank 1 on %s; sizes 8 to %zu,"
-		       " %u/%u lat/bw iterations, %u warm-up, window %u,"
-		       " %.0f s per size at most\n", host, host1, o.max,
-		       o.lat_iters, o.bw_iters, o.warmup, o.window,
-		       o.seconds);
+		       " %u/%u lat/bw iterations, %u warm-up, window %u of"
+		       " at most %zu bytes, %.1f s per size at most\n", host,
+		       host1, o.max, o.lat_iters, o.bw_iters, o.warmup,
+		       o.window, o.window_bytes, o.seconds);
 		fflush(stdout);
 	}
 	if (o.reuse && o.lat)
