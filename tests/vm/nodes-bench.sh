@@ -5,7 +5,8 @@
 #       [-o DIR] [-t SECONDS] [-m bpf|regcached] [BUILD [OPTIONS...]]
 # BUILD (default build): the build directory with tools/bench/mpi-bench and
 # tools/regcache-run; OPTIONS go to mpi-bench (default, for TCG's pace:
-# -M 16M -B 4M -n 50 -s 2).
+# -M 4M -B 4M -n 40 -s 1.5; a round of the three takes about 20 minutes
+# on a loaded 2-core host, and up to 16M about twice that).
 # Open MPI's pml ucx, rank 0 on node0 and rank 1 on node1, over rxe0 with
 # the UCX settings of tests/vm/nodes-mpi.sh, in three configurations,
 # interleaved: run hooks nocache run hooks nocache ... (ROUNDS, 3):
@@ -44,7 +45,7 @@ done
 shift $((OPTIND - 1))
 build=$(realpath -m "${1:-build}")
 [ $# -gt 0 ] && shift
-[ $# -gt 0 ] || set -- -M 16M -B 4M -n 50 -s 2
+[ $# -gt 0 ] || set -- -M 4M -B 4M -n 40 -s 1.5
 args="$*"
 say() { echo "nodes-bench: $*"; }
 
