@@ -65,7 +65,8 @@ function med(key,    n, i, j, t, v) {
 }
 function num(x) {
 	if (x < 0) return "-"
-	return sprintf(x >= 1000 ? "%.0f" : x >= 10 ? "%.1f" : "%.2f", x)
+	return sprintf(x >= 1000 ? "%.0f" : x >= 10 ? "%.1f" : \
+	    x >= 1 ? "%.2f" : "%.3f", x)
 }
 function human(s) {
 	return s >= 1048576 ? s / 1048576 "M" : s >= 1024 ? s / 1024 "K" : s
