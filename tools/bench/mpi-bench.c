@@ -32,16 +32,17 @@
  * window of 64 MiB takes minutes. LIMIT (1800 s) bounds the whole run:
  * past it a rank exits with FAIL.
  *
- * Every message carries a pattern of its own (size, iteration, slot);
- * churn checks every message at a word per page, and each test ends with
- * one more iteration into cleared buffers, checked byte by byte at both
- * ranks. A wrong byte is a FAIL (the job aborts), never a figure.
+ * Every message carries a pattern of its own (size, iteration); churn
+ * checks every message at a word per page, and each size of each test
+ * ends with one more iteration into cleared buffers, checked byte by byte
+ * where it arrived (lat: at both ranks, the echo included). A wrong byte
+ * is a FAIL (the job aborts), never a figure.
  *
  * Rank 0 prints, per test and size, a line
  *   result lat|bw reuse|churn SIZE VALUE us|MB/s ITERS mean MEAN [window N]
- * VALUE of the median iteration (robust to the stalls of emulation),
- * MEAN of all.
- * and at the end which ranks had regcache's UCX bridge forwarding.
+ * (VALUE of the median iteration, robust to the stalls of emulation; MEAN
+ * of all), and at the end on how many ranks regcache's UCX bridge was
+ * forwarding.
  */
 #include <dlfcn.h>
 #include <getopt.h>
