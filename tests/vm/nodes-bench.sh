@@ -139,6 +139,8 @@ done
 case "$monitor" in bpf|regcached) ;;
 *) say "-m bpf or regcached, not $monitor (FAIL)"; exit 1 ;;
 esac
+[ "$monitor" != regcached ] || [ -x "$build/tools/regcached" ] ||
+	{ say "$build/tools/regcached is not built (FAIL)"; exit 1; }
 [ -n "$out" ] || out=$(mktemp -d)
 mkdir -p "$out" || exit 1
 : >"$out/results"
