@@ -214,9 +214,12 @@ io=$top/node0
 mkdir "$io"
 qemu_pid=
 worker_pids=()
+console_pid=
+tail_pid=
 cleanup() {
 	local p
-	for p in $qemu_pid "${worker_pids[@]+"${worker_pids[@]}"}"; do
+	# The tails too: stopped by a signal, they would outlive the run.
+	for p in $qemu_pid "${worker_pids[@]+"${worker_pids[@]}"}" $console_pid $tail_pid; do
 		kill "$p" 2>/dev/null || true
 	done
 	rm -rf "$top"
