@@ -24,7 +24,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 build=$(realpath -m "${1:-build}")
-only=${NODES_MPI_ONLY:-'^(regcached-(get|put|eager)|bpf-get|ucx-hooks|nocache)$'}
+only=${NODES_MPI_ONLY:-'^(info|container|regcached-(get|put|eager)|bpf-get|ucx-hooks|nocache)$'}
 limit=${NODES_MPI_TIMEOUT:-600}
 fails=
 say() { echo "nodes-mpi: $*"; }
@@ -49,6 +49,61 @@ start_regcached() { # NODE
 for n in node0 node1; do start_regcached "$n"; done
 say "regcached serves /run/regcache/regcached.sock on node0 and node1"
 
+# What an operator checks on a node (docs/deploy.md): regcache-info as
+# uid 65534 reports monitor regcached on each node; the control: pointed
+# at a socket where nothing listens, it does not.
+if echo info | grep -Eq "$only"; then
+	say "=== info"
+	for n in node0 node1; do
+		o=$(timeout 120 ssh "nobody@$n" "$build/tools/regcache-info" 2>&1)
+		echo "$o" | sed "s/^/  $n: /"
+		c=$(timeout 120 ssh "nobody@$n" "REGCACHE_SOCKET=/run/regcache/absent.sock $build/tools/regcache-info" 2>&1 |
+			grep '^monitor:')
+		echo "  $n, REGCACHE_SOCKET=/run/regcache/absent.sock: $c"
+		if echo "$o" | grep -Eq '^monitor: +regcached ' && [ -n "$c" ] &&
+			! echo "$c" | grep -q regcached; then
+			say "ok   info on $n"
+		else
+			say "FAIL info on $n: regcache-info as uid 65534 does not say 'monitor: regcached', or says it without the daemon"
+			fails="$fails info@$n"
+		fi
+	done
+fi
+# A "container" on node1: a process in a mount namespace of its own
+# (unshare -m) whose /run is a tmpfs holding only the host's
+# /run/regcache, bind-mounted, as a pod's hostPath volume gives it; as uid
+# 65534 regcache-info says monitor regcached, regcache-example's DMA
+# through io_uring lands right with REGCACHE_MONITOR=regcached, and
+# regcached's log has that pid registered. The control: the same /run
+# without the bind mount gives another monitor.
+if echo container | grep -Eq "$only"; then
+	say "=== container"
+	ctr() { # BIND(0|1) COMMAND (as uid 65534 inside)
+		ssh node1 "unshare -m sh -c 'd=\$(mktemp -d) && mount -t tmpfs ctr \$d &&
+			if [ $1 = 1 ]; then mkdir \$d/regcache && mount --bind /run/regcache \$d/regcache; fi &&
+			mount --rbind \$d /run && echo \"/run holds: \$(ls -A /run | tr \"\\n\" \" \")\" &&
+			exec setpriv --reuid 65534 --regid 65534 --clear-groups sh -c \"echo pid \\\$\\\$; exec $2\"'" 2>&1
+	}
+	o=$(ctr 1 "$build/tools/regcache-info")
+	e=$(ctr 1 "env REGCACHE_MONITOR=regcached REGCACHE_LOG=info $build/tools/regcache-example")
+	c=$(ctr 0 "$build/tools/regcache-info")
+	echo "$o" | sed 's/^/  bind-mounted: /'
+	echo "$e" | sed 's/^/  bind-mounted: /'
+	echo "$c" | grep -E '^(/run|pid|monitor:|  regcached)' | sed 's/^/  not mounted (control): /'
+	ep=$(echo "$e" | sed -n 's/^pid //p')
+	ssh node1 "grep -E 'pid $ep( |$)' /tmp/regcached.log" | sed 's/^/  node1 regcached.log: /'
+	v=
+	echo "$o" | grep -q '^/run holds: regcache $' || v="$v; /run is not the socket directory alone"
+	echo "$o" | grep -Eq '^monitor: +regcached ' || v="$v; regcache-info does not say monitor regcached"
+	echo "$e" | grep -q 'monitor "regcached"' && echo "$e" | grep -q '^all DMA landed' ||
+		v="$v; regcache-example did not run on regcached"
+	[ -n "$ep" ] && ssh node1 "grep -q 'pid $ep uid 65534 slot [0-9]* registered' /tmp/regcached.log" ||
+		v="$v; regcached did not register pid $ep"
+	echo "$c" | grep -q '^/run holds: $' && echo "$c" | grep -q '^monitor:' &&
+		! echo "$c" | grep -Eq '^monitor: +regcached' || v="$v; the control (no bind mount) got regcached"
+	if [ -z "$v" ]; then say "ok   container"; else say "FAIL container${v}"; fails="$fails container"; fi
+fi
+
 line='regcache-ucx: UCX unmap events come from regcache monitor'
 # What an unprivileged rank is: uid 65534, no capabilities, memlock
 # unlimited, on each node.
@@ -63,6 +118,26 @@ fi
 
 # NAME USER RUN MODE EXPECT_LINE [VAR=VALUE...]: one job, 1 rank per node
 # (NP=4 among the variables: 2 per node).
+# STACK=ofi among them: Open MPI's pml cm + mtl ofi (libfabric
+# verbs;ofi_rxm) instead of pml ucx; STACK=mpich: MPICH (mpi-rxe-mpich,
+# mpiexec.mpich -launcher ssh -hosts node0,node1; ch4:ucx in Debian 13).
+run_job() { # USER RUN MODE NP HOSTS [VAR=VALUE...]: sets out and status
+	u=$1 r=$2 mode=$3 np=$4 h=$5
+	shift 5
+	p=$prog
+	case " $* " in
+	*" STACK=ofi "*) stack="ofi -H $h --map-by node" ;;
+	# MPICH's Hydra starts its proxies by ssh, which pass it the
+	# environment (UCX_IB_GID_INDEX and the rest).
+	*" STACK=mpich "*) stack="mpich -hosts $h" p=$prog-mpich ;;
+	*) stack="ucx -H $h --map-by node -x UCX_IB_GID_INDEX -x UCX_RNDV_SCHEME" ;;
+	esac
+	# Through ssh also for root: the ranks of both nodes get the same
+	# session (limits, environment) from sshd.
+	out=$(timeout "$limit" ssh "$u@node0" "cd $PWD && env MPI_RXE_NP=$np UCX_TLS=rc_verbs,ud_verbs,self \
+		UCX_IB_GID_INDEX=${NODES_MPI_GID_INDEX:-0} MPI_RXE_LAUNCHER=ssh $* tests/mpi-rxe.sh $p $r $mode $stack" 2>&1)
+	status=$?
+}
 job() {
 	name=$1 user=$2 r=$3 mode=$4 want=$5 np=2
 	shift 5
@@ -70,12 +145,7 @@ job() {
 	case " $* " in *" NP=4 "*) np=4 h=node0:2,node1:2 ;; esac
 	echo "$name" | grep -Eq "$only" || return 0
 	say "=== $name"
-	# Through ssh also for root: the ranks of both nodes get the same
-	# session (limits, environment) from sshd.
-	out=$(timeout "$limit" ssh "$user@node0" "cd $PWD && env MPI_RXE_NP=$np UCX_TLS=rc_verbs,ud_verbs,self \
-		UCX_IB_GID_INDEX=${NODES_MPI_GID_INDEX:-0} $* tests/mpi-rxe.sh $prog $r $mode ucx -H $h --map-by node \
-		-x UCX_IB_GID_INDEX -x UCX_RNDV_SCHEME" 2>&1)
-	status=$?
+	run_job "$user" "$r" "$mode" "$np" "$h" "$@"
 	echo "$out" | sed 's/^/  /'
 	verdict=ok
 	[ $status = 0 ] || verdict="exit status $status"
@@ -99,7 +169,8 @@ job regcached-get-4ranks nobody "$run" clean "$line \"regcached\"" \
 # (RestartSec=1); the job must still end with 0 corrupted.
 if echo regcached-kill | grep -Eq "$only"; then
 	(sleep "${NODES_MPI_KILL_AFTER:-20}"
-	 ssh node1 'kill -9 $(cat /run/regcache/pid)' && say "killed regcached on node1 (kill -9)" &&
+	 t=$(ssh node1 'kill -9 $(cat /run/regcache/pid) && cut -d" " -f1 /proc/uptime') &&
+		say "killed regcached on node1 (kill -9) at $t s (node1's monotonic clock, as in its log)" &&
 		touch /tmp/nodes-mpi-killed
 	 sleep 1; (start_regcached node1) && say "regcached started again on node1") &
 	killer=$!
@@ -110,6 +181,104 @@ if echo regcached-kill | grep -Eq "$only"; then
 	[ -e /tmp/nodes-mpi-killed ] ||
 		{ say "FAIL regcached-kill: the job ended before the kill (NODES_MPI_KILL_AFTER)"; fails="$fails kill-timing"; }
 	wait $killer
+	# What node1's daemons saw (the killed one's log, then the new one's).
+	ssh node1 "grep -E 'serving|registered|exited' /tmp/regcached.log | tail -n 12" | sed 's/^/  node1 regcached.log: /'
+fi
+# On demand (NODES_MPI_ONLY=rank-kill): kill -9 the rank on node1 (uid
+# 65534, under regcached) in the middle of the job, and check that node1
+# gets back everything the rank held. node1's state, one NAME=VALUE a line:
+# regcached's open files (fds), the entries of its BPF maps (procs: the
+# {tgid, slot} -> ring entries, procs_state: one per client process, mms,
+# files) and the BPF maps of the node (bpf_maps: each client's ring is
+# one), rxe0's MRs and the bytes they pin (rdma resource show mr), and the
+# uid 65534 mpi-rxe processes with the memory they pin (VmPin) and lock
+# (VmLck).
+node1_state() {
+	ssh node1 'pid=$(cat /run/regcache/pid)
+	echo fds=$(ls /proc/$pid/fd | wc -l)
+	for m in procs procs_state mms files; do
+		echo map_$m=$(bpftool -j map dump name $m 2>/dev/null | python3 -c "import json, sys
+d = json.load(sys.stdin)
+print(sum(len(e[\"elements\"]) if isinstance(e, dict) and \"elements\" in e else 1 for e in d))")
+	done
+	echo bpf_maps=$(bpftool map show | grep -c "^[0-9]*:")
+	echo mrs=$(rdma resource show mr | grep -c "^dev rxe0 ")
+	echo mr_bytes=$(rdma resource show mr | sed -n "s/.* mrlen \([0-9]*\).*/\1/p" | awk "{ s += \$1 } END { print s + 0 }")
+	ranks=$(pgrep -u 65534 -x mpi-rxe)
+	echo ranks=$(echo $ranks | wc -w)
+	echo rank_pids=$(echo $ranks | tr " " ,)
+	echo pin_kb=$(for p in $ranks; do grep VmPin /proc/$p/status; done | awk "{ s += \$2 } END { print s + 0 }")
+	echo lck_kb=$(for p in $ranks; do grep VmLck /proc/$p/status; done | awk "{ s += \$2 } END { print s + 0 }")'
+}
+get() { echo "$1" | sed -n "s/^$2=//p"; } # STATE NAME
+if echo rank-kill | grep -Eq "$only"; then
+	say "=== rank-kill"
+	before=$(node1_state)
+	echo "$before" | sed 's/^/  node1 before the job: /'
+	rm -f /tmp/nodes-mpi-rank-killed
+	# The killer: once node1's rank is a client of regcached (its pid
+	# registered in the log) with MRs on rxe0, let it run 10 s of rounds,
+	# take node1's state, kill -9 it, then wait until node1 is back
+	# (at most 120 s) and take the state again.
+	(i=0
+	 while [ $i -lt 200 ]; do
+		st=$(node1_state)
+		p=$(get "$st" rank_pids)
+		if [ "$(get "$st" ranks)" = 1 ] && [ "$(get "$st" mrs)" -gt "$(get "$before" mrs)" ] &&
+			ssh node1 "grep -q 'pid $p uid 65534 slot [0-9]* registered' /tmp/regcached.log"; then
+			break
+		fi
+		sleep 2; i=$((i + 1))
+	 done
+	 [ $i -lt 200 ] || { say "rank-kill: node1's rank never became a client with MRs"; exit 1; }
+	 sleep 10
+	 node1_state >/tmp/nodes-mpi-during
+	 ssh node1 "kill -9 $p" && say "killed node1's rank, pid $p (kill -9)" &&
+		echo "$p" >/tmp/nodes-mpi-rank-killed
+	 i=0
+	 while [ $i -lt 60 ]; do
+		sleep 2; i=$((i + 1))
+		st=$(node1_state)
+		[ "$(get "$st" ranks)" = 0 ] && [ "$(get "$st" fds)" = "$(get "$before" fds)" ] &&
+			[ "$(get "$st" map_procs_state)" = "$(get "$before" map_procs_state)" ] &&
+			[ "$(get "$st" bpf_maps)" = "$(get "$before" bpf_maps)" ] &&
+			[ "$(get "$st" mrs)" = "$(get "$before" mrs)" ] &&
+			[ "$(get "$st" mr_bytes)" = "$(get "$before" mr_bytes)" ] && break
+	 done
+	 echo "$st" >/tmp/nodes-mpi-after
+	 say "node1 after the kill: $i x 2 s") &
+	killer=$!
+	run_job nobody "$run" clean 2 "$hosts" REGCACHE_MONITOR=regcached REGCACHE_LOG=info \
+		UCX_RNDV_SCHEME=get_zcopy MPI_RXE_ARGS="'3000 65536 nocount'"
+	echo "$out" | sed 's/^/  /'
+	wait $killer
+	during=$(cat /tmp/nodes-mpi-during 2>/dev/null) after=$(cat /tmp/nodes-mpi-after 2>/dev/null)
+	echo "$during" | sed 's/^/  node1 during the job: /'
+	echo "$after" | sed 's/^/  node1 after the kill: /'
+	p=$(cat /tmp/nodes-mpi-rank-killed 2>/dev/null)
+	ssh node1 "grep -E 'pid $p( |$)' /tmp/regcached.log" | sed 's/^/  node1 regcached.log: /'
+	v=
+	[ -n "$p" ] || v="$v; the rank was not killed"
+	# The job cannot pass with a rank gone: mpirun reports it.
+	[ $status != 0 ] && ! echo "$out" | grep -q 'mpi-rxe: PASS' ||
+		v="$v; the job did not fail (status $status)"
+	# regcached dropped the client: its log says so.
+	ssh node1 "grep -q 'pid $p slot [0-9]* unregistered' /tmp/regcached.log" ||
+		v="$v; regcached's log has no 'pid $p slot N unregistered'"
+	# Each count: up while the rank lived (the control: the measure sees
+	# the rank), back to its value before the job after the kill.
+	for k in fds map_procs map_procs_state bpf_maps mrs mr_bytes; do
+		b=$(get "$before" $k) d=$(get "$during" $k) a=$(get "$after" $k)
+		[ -n "$d" ] && [ "$d" -gt "${b:-0}" ] || v="$v; $k not up while the rank ran ($b -> $d)"
+		[ -n "$a" ] && [ "$a" = "$b" ] || v="$v; $k not back after the kill ($b -> $d -> $a)"
+	done
+	for k in map_mms map_files; do
+		[ "$(get "$after" $k)" = "$(get "$before" $k)" ] ||
+			v="$v; $k not back after the kill ($(get "$before" $k) -> $(get "$during" $k) -> $(get "$after" $k))"
+	done
+	[ "$(get "$during" pin_kb)" -gt 0 ] || v="$v; the rank pinned nothing (VmPin) while it ran"
+	[ "$(get "$after" ranks)" = 0 ] || v="$v; a uid 65534 mpi-rxe is left on node1"
+	if [ -z "$v" ]; then say "ok   rank-kill"; else say "FAIL rank-kill${v}"; fails="$fails rank-kill"; fi
 fi
 # On demand (NODES_MPI_ONLY=gid1): UCX on the IPv4 RoCEv2 GID (index 1)
 # instead of the link-local one, to see whether its UD wireup crosses.
@@ -117,6 +286,22 @@ job gid1-get nobody "$run" clean "$line \"regcached\"" \
 	REGCACHE_MONITOR=regcached REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy UCX_IB_GID_INDEX=1
 job bpf-get root "$run" clean "$line \"bpf\"" \
 	REGCACHE_MONITOR=bpf REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy
+# On demand (NODES_MPI_ONLY=ofi): Open MPI's pml cm + mtl ofi, libfabric's
+# verbs;ofi_rxm, across the nodes: under regcache-run (regcached with uid
+# 65534 ranks, bpf with root ranks) none corrupted; with libfabric's own
+# monitor (no regcache-run) the messages after raw syscalls corrupted.
+fline="regcache-fabric: libfabric's MR cache uses regcache monitor"
+job ofi-regcached nobody "$run" clean "$fline \"regcached\"" STACK=ofi \
+	REGCACHE_MONITOR=regcached REGCACHE_LOG=info
+job ofi-bpf root "$run" clean "$fline \"bpf\"" STACK=ofi REGCACHE_MONITOR=bpf REGCACHE_LOG=info
+job ofi-hooks root - stale "" STACK=ofi
+# On demand (NODES_MPI_ONLY=mpich; Debian 12 has no MPICH, the Debian 13
+# root has 4.2.1): MPICH across the nodes, the same three runs on ch4:ucx.
+job mpich-regcached nobody "$run" clean "$line \"regcached\"" STACK=mpich \
+	REGCACHE_MONITOR=regcached REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy
+job mpich-bpf root "$run" clean "$line \"bpf\"" STACK=mpich \
+	REGCACHE_MONITOR=bpf REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy
+job mpich-hooks root - stale "" STACK=mpich UCX_RNDV_SCHEME=get_zcopy
 job ucx-hooks root - stale "" UCX_RNDV_SCHEME=get_zcopy
 job nocache root - nocache "" UCX_RNDV_SCHEME=get_zcopy
 
