@@ -17,10 +17,32 @@
 #   - UCX's own hooks (no regcache-run): messages after raw syscalls
 #     corrupted (the negative control);
 #   - the caches off: every message through unchanged buffers registers.
-# On demand (NODES_MPI_ONLY='4ranks'): regcached-get-4ranks, 2 ranks per
-# node (pairs 0-1 and 2-3 across the nodes).
-# NODES_MPI_ONLY (a pattern of the runs' names) picks others. Each run is
-# bounded (NODES_MPI_TIMEOUT, 600 s). Prints PASS or FAIL with each failed run.
+# Before the jobs, what an operator checks on a node (docs/deploy.md):
+#   - info: regcache-info as uid 65534 says "monitor: regcached" on each
+#     node (and not with REGCACHE_SOCKET naming a socket nobody serves);
+#   - container: on node1, a uid 65534 process in a mount namespace of its
+#     own whose /run holds only the bind-mounted /run/regcache gets
+#     regcached (regcache-info, regcache-example's DMA, the daemon's log);
+#     without the bind mount it does not.
+# On demand, by NODES_MPI_ONLY (a pattern of the runs' names):
+#   - 4ranks: regcached-get-4ranks, 2 ranks per node (pairs 0-1 and 2-3
+#     across the nodes);
+#   - regcached-kill: node1's regcached killed (kill -9) mid-job and
+#     started again: 0 corrupted;
+#   - rank-kill: node1's rank killed (kill -9) mid-job: node1's regcached
+#     unregisters it, and its fds, its BPF map entries, the node's BPF
+#     maps, rxe0's MRs and the bytes they pin return to their values
+#     before the job (each seen up while the rank ran);
+#   - ofi: Open MPI pml cm + mtl ofi (libfabric verbs;ofi_rxm) under
+#     regcached (uid 65534) and bpf (root), and libfabric's own monitor as
+#     the control;
+#   - mpich: MPICH (Hydra's ssh launcher; the Debian 13 root) the same way
+#     on ch4:ucx;
+#   - socket-activation: regcached started through a socket it is handed,
+#     as deploy/systemd's socket unit starts it (systemd-socket-activate);
+#   - gid1: UCX on the IPv4 RoCEv2 GID.
+# Each run is bounded (NODES_MPI_TIMEOUT, 600 s). Prints PASS or FAIL with
+# each failed run.
 set -u
 cd "$(dirname "$0")/../.."
 build=$(realpath -m "${1:-build}")
@@ -267,12 +289,12 @@ if echo rank-kill | grep -Eq "$only"; then
 		v="$v; regcached's log has no 'pid $p slot N unregistered'"
 	# Each count: up while the rank lived (the control: the measure sees
 	# the rank), back to its value before the job after the kill.
-	for k in fds map_procs map_procs_state bpf_maps mrs mr_bytes; do
+	for k in fds map_procs map_procs_state map_mms bpf_maps mrs mr_bytes; do
 		b=$(get "$before" $k) d=$(get "$during" $k) a=$(get "$after" $k)
 		[ -n "$d" ] && [ "$d" -gt "${b:-0}" ] || v="$v; $k not up while the rank ran ($b -> $d)"
 		[ -n "$a" ] && [ "$a" = "$b" ] || v="$v; $k not back after the kill ($b -> $d -> $a)"
 	done
-	for k in map_mms map_files; do
+	for k in map_files; do
 		[ "$(get "$after" $k)" = "$(get "$before" $k)" ] ||
 			v="$v; $k not back after the kill ($(get "$before" $k) -> $(get "$during" $k) -> $(get "$after" $k))"
 	done
@@ -304,6 +326,38 @@ job mpich-bpf root "$run" clean "$line \"bpf\"" STACK=mpich \
 job mpich-hooks root - stale "" STACK=mpich UCX_RNDV_SCHEME=get_zcopy
 job ucx-hooks root - stale "" UCX_RNDV_SCHEME=get_zcopy
 job nocache root - nocache "" UCX_RNDV_SCHEME=get_zcopy
+
+# On demand (NODES_MPI_ONLY=socket-activation): regcached started the way
+# deploy/systemd/regcached.socket starts it, through the listening socket
+# it is handed (LISTEN_FDS=1, fd 3), by systemd-socket-activate (the
+# guests run no systemd): a second daemon on node1, on its own socket
+# /run/regcache-sa/regcached.sock, started by the first connection. As uid
+# 65534 regcache-info gets monitor regcached there and the new daemon's
+# log has that pid; the control: before the activator listens, the same
+# command does not get regcached.
+if echo socket-activation | grep -Eq "$only"; then
+	say "=== socket-activation"
+	sa=/run/regcache-sa/regcached.sock
+	info_sa="timeout 300 ssh nobody@node1 'echo pid \$\$; REGCACHE_SOCKET=$sa REGCACHE_REGCACHED_TIMEOUT_MS=120000 exec $build/tools/regcache-info'"
+	c=$(eval "$info_sa" 2>&1 | grep '^monitor:')
+	echo "  before the activator listens: $c"
+	ssh node1 "mkdir -p -m 0755 /run/regcache-sa && ulimit -l unlimited && umask 0 &&
+		{ nohup systemd-socket-activate --seqpacket -l $sa $build/tools/regcached -v \
+			>/tmp/regcached-sa.log 2>&1 </dev/null & echo \$! >/run/regcache-sa/pid; }
+		i=0; while [ ! -S $sa ] && [ \$i -lt 100 ]; do sleep 0.2; i=\$((i + 1)); done
+		echo \"  node1: \$(ls -l $sa)\"; echo \"  node1: started: \$(pgrep -a regcached | tr '\n' ';')\""
+	o=$(eval "$info_sa" 2>&1)
+	echo "$o" | grep -E '^(pid|monitor:|  regcached)' | sed 's/^/  activated: /'
+	ip=$(echo "$o" | sed -n 's/^pid //p')
+	ssh node1 "cat /tmp/regcached-sa.log; echo node1 now runs: \$(pgrep -a regcached | tr '\n' ';')" | sed 's/^/  node1 regcached-sa.log: /'
+	v=
+	[ -n "$c" ] && ! echo "$c" | grep -q regcached || v="$v; the control got regcached before the activator listened"
+	echo "$o" | grep -Eq '^monitor: +regcached ' || v="$v; regcache-info did not get regcached through the activated socket"
+	ssh node1 "grep -q 'pid $ip uid 65534 slot [0-9]* registered' /tmp/regcached-sa.log" ||
+		v="$v; the activated daemon did not register pid $ip"
+	ssh node1 'kill $(cat /run/regcache-sa/pid)'
+	if [ -z "$v" ]; then say "ok   socket-activation"; else say "FAIL socket-activation${v}"; fails="$fails socket-activation"; fi
+fi
 
 for n in node0 node1; do
 	ssh "$n" 'pgrep -x regcached >/dev/null' || { say "FAIL regcached is gone on $n"; fails="$fails regcached@$n"; }
