@@ -345,6 +345,7 @@ if echo socket-activation | grep -Eq "$only"; then
 		{ nohup systemd-socket-activate --seqpacket -l $sa $build/tools/regcached -v \
 			>/tmp/regcached-sa.log 2>&1 </dev/null & echo \$! >/run/regcache-sa/pid; }
 		i=0; while [ ! -S $sa ] && [ \$i -lt 100 ]; do sleep 0.2; i=\$((i + 1)); done
+		chmod 0666 $sa	# the socket unit's SocketMode (the activator makes it 0644)
 		echo \"  node1: \$(ls -l $sa)\"; echo \"  node1: started: \$(pgrep -a regcached | tr '\n' ';')\""
 	o=$(eval "$info_sa" 2>&1)
 	echo "$o" | grep -E '^(pid|monitor:|  regcached)' | sed 's/^/  activated: /'
