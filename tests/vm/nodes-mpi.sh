@@ -240,19 +240,18 @@ if echo rank-kill | grep -Eq "$only"; then
 	rm -f /tmp/nodes-mpi-rank-killed
 	# The killer: once node1's rank is a client of regcached (its pid
 	# registered in the log) with MRs on rxe0, let it run 10 s of rounds,
-	# take node1's state, kill -9 it, then wait until node1 is back
-	# (at most 120 s) and take the state again.
+	# take node1's state, kill -9 it, then look every 2 s until node1 is
+	# back (at most 60 looks) and keep the last look.
 	(i=0
-	 while [ $i -lt 200 ]; do
-		st=$(node1_state)
-		p=$(get "$st" rank_pids)
-		if [ "$(get "$st" ranks)" = 1 ] && [ "$(get "$st" mrs)" -gt "$(get "$before" mrs)" ] &&
-			ssh node1 "grep -q 'pid $p uid 65534 slot [0-9]* registered' /tmp/regcached.log"; then
-			break
-		fi
+	 while [ $i -lt 300 ]; do
+		# Cheap enough to ask every 2 s on a loaded machine.
+		p=$(ssh node1 "p=\$(pgrep -u 65534 -x mpi-rxe) && [ \$(echo \$p | wc -w) = 1 ] &&
+			grep -q \"pid \$p uid 65534 slot [0-9]* registered\" /tmp/regcached.log &&
+			[ \$(rdma resource show mr | grep -c '^dev rxe0 ') -gt $(get "$before" mrs) ] && echo \$p") &&
+			[ -n "$p" ] && break
 		sleep 2; i=$((i + 1))
 	 done
-	 [ $i -lt 200 ] || { say "rank-kill: node1's rank never became a client with MRs"; exit 1; }
+	 [ $i -lt 300 ] || { say "rank-kill: node1's rank never became a client with MRs"; exit 1; }
 	 sleep 10
 	 node1_state >/tmp/nodes-mpi-during
 	 ssh node1 "kill -9 $p" && say "killed node1's rank, pid $p (kill -9)" &&
@@ -281,9 +280,10 @@ if echo rank-kill | grep -Eq "$only"; then
 	ssh node1 "grep -E 'pid $p( |$)' /tmp/regcached.log" | sed 's/^/  node1 regcached.log: /'
 	v=
 	[ -n "$p" ] || v="$v; the rank was not killed"
-	# The job cannot pass with a rank gone: mpirun reports it.
-	[ $status != 0 ] && ! echo "$out" | grep -q 'mpi-rxe: PASS' ||
-		v="$v; the job did not fail (status $status)"
+	# The kill came while the job ran: mpirun reports the rank killed
+	# (and the job cannot pass).
+	echo "$out" | grep -q "noticed that process rank 1 with PID $p " && ! echo "$out" | grep -q 'mpi-rxe: PASS' ||
+		v="$v; mpirun did not report rank 1 (pid $p) killed (status $status): not killed mid-job"
 	# regcached dropped the client: its log says so.
 	ssh node1 "grep -q 'pid $p slot [0-9]* unregistered' /tmp/regcached.log" ||
 		v="$v; regcached's log has no 'pid $p slot N unregistered'"
@@ -317,13 +317,19 @@ job ofi-regcached nobody "$run" clean "$fline \"regcached\"" STACK=ofi \
 	REGCACHE_MONITOR=regcached REGCACHE_LOG=info
 job ofi-bpf root "$run" clean "$fline \"bpf\"" STACK=ofi REGCACHE_MONITOR=bpf REGCACHE_LOG=info
 job ofi-hooks root - stale "" STACK=ofi
-# On demand (NODES_MPI_ONLY=mpich; Debian 12 has no MPICH, the Debian 13
-# root has 4.2.1): MPICH across the nodes, the same three runs on ch4:ucx.
-job mpich-regcached nobody "$run" clean "$line \"regcached\"" STACK=mpich \
-	REGCACHE_MONITOR=regcached REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy
-job mpich-bpf root "$run" clean "$line \"bpf\"" STACK=mpich \
-	REGCACHE_MONITOR=bpf REGCACHE_LOG=info UCX_RNDV_SCHEME=get_zcopy
-job mpich-hooks root - stale "" STACK=mpich UCX_RNDV_SCHEME=get_zcopy
+# On demand (NODES_MPI_ONLY=mpich; the Debian 12 root here has no MPICH,
+# the Debian 13 root has 4.2.1): MPICH across the nodes, the same three
+# runs on ch4:ucx. Their end is not reliable on UCX 1.18.1 between the
+# guests: after rank 1's PASS, node1's rank sometimes aborts on an IB
+# async event handled twice ("ib_device.c:210 Assertion wait_ctx->cb_id
+# == UCS_CALLBACKQ_ID_NULL failed"), with or without regcache-run, and
+# with UCX_IB_ASYNC_EVENTS=n a job hung after PASS instead (docs/vm.md);
+# such a run fails.
+ma="STACK=mpich UCX_RNDV_SCHEME=get_zcopy"
+job mpich-regcached nobody "$run" clean "$line \"regcached\"" $ma \
+	REGCACHE_MONITOR=regcached REGCACHE_LOG=info
+job mpich-bpf root "$run" clean "$line \"bpf\"" $ma REGCACHE_MONITOR=bpf REGCACHE_LOG=info
+job mpich-hooks root - stale "" $ma
 job ucx-hooks root - stale "" UCX_RNDV_SCHEME=get_zcopy
 job nocache root - nocache "" UCX_RNDV_SCHEME=get_zcopy
 
