@@ -320,11 +320,10 @@ job ofi-hooks root - stale "" STACK=ofi
 # On demand (NODES_MPI_ONLY=mpich; the Debian 12 root here has no MPICH,
 # the Debian 13 root has 4.2.1): MPICH across the nodes, the same three
 # runs on ch4:ucx. Their end is not reliable on UCX 1.18.1 between the
-# guests: after rank 1's PASS, node1's rank sometimes aborts on an IB
-# async event handled twice ("ib_device.c:210 Assertion wait_ctx->cb_id
-# == UCS_CALLBACKQ_ID_NULL failed"), with or without regcache-run, and
-# with UCX_IB_ASYNC_EVENTS=n a job hung after PASS instead (docs/vm.md);
-# such a run fails.
+# guests, with or without regcache-run: after rank 1's PASS, node1's rank
+# sometimes aborts on an IB async event handled twice ("ib_device.c:210
+# Assertion wait_ctx->cb_id == UCS_CALLBACKQ_ID_NULL failed") or the job
+# hangs until its timeout (docs/vm.md); such a run fails.
 ma="STACK=mpich UCX_RNDV_SCHEME=get_zcopy"
 job mpich-regcached nobody "$run" clean "$line \"regcached\"" $ma \
 	REGCACHE_MONITOR=regcached REGCACHE_LOG=info
