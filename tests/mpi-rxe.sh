@@ -8,7 +8,9 @@
 # Open MPI, pml ucx on rc_verbs; ofi: Open MPI, pml cm + mtl ofi on
 # libfabric's verbs;ofi_rxm; mpich: MPICH's Hydra ($MPIEXEC_MPICH, else
 # mpiexec.mpich) and PROGRAM built against MPICH, whose netmod (Debian's:
-# ch4:ucx) runs on rc_verbs as for ucx. The options go to the launcher.
+# ch4:ucx) runs on rc_verbs as for ucx, started by Hydra's fork launcher
+# (MPI_RXE_LAUNCHER: another, e.g. ssh across nodes). The options go to
+# the launcher.
 # Skips (77) without an RDMA device. Everything the MPI needs from the
 # environment is set here: root in the guest (--allow-run-as-root), more
 # ranks than cores (--oversubscribe), a writable session directory, and
@@ -84,7 +86,7 @@ mpich)
 		eval "[ -n \"\${$v+x}\" ]" &&
 			eval "set -- \"\$@\" -genv $v \"\$$v\""
 	done
-	exec "$mpiexec" -launcher fork -n "${MPI_RXE_NP:-2}" "$@" \
+	exec "$mpiexec" -launcher "${MPI_RXE_LAUNCHER:-fork}" -n "${MPI_RXE_NP:-2}" "$@" \
 		$run "$prog" "$expect" ${MPI_RXE_ARGS:-} ;;
 *) echo "mpi-rxe.sh: stack ucx, ofi or mpich, not $stack"; exit 2 ;;
 esac
