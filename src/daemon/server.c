@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <stddef.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -631,6 +632,24 @@ static void loop(struct server *s)
 	}
 }
 
+/* Where the clients connect: the socket handed over by socket activation
+ * is named by the unit, not by --socket. */
+static void log_serving(const struct server *s,
+			const struct rcd_server_opts *o)
+{
+	struct sockaddr_un a = { 0 };
+	socklen_t n = sizeof(a) - 1;
+	const char *path = o->socket_path;
+
+	if (o->listen_fd >= 0 &&
+	    !getsockname(s->listen_fd, (struct sockaddr *)&a, &n) &&
+	    n > offsetof(struct sockaddr_un, sun_path) && a.sun_path[0])
+		path = a.sun_path;
+	rcd_info("serving %s%s (pid %d)", path,
+		 o->listen_fd >= 0 ? ", handed over by socket activation" : "",
+		 (int)getpid());
+}
+
 int rcd_server_run(const struct rcd_server_opts *o)
 {
 	struct server s = { .listen_fd = o->listen_fd, .signal_fd = -1 };
@@ -666,7 +685,7 @@ int rcd_server_run(const struct rcd_server_opts *o)
 		rcd_bpf_close(s.bpf);
 		return 1;
 	}
-	rcd_info("serving %s (pid %d)", o->socket_path, (int)getpid());
+	log_serving(&s, o);
 	loop(&s);
 	rcd_info("stopping: every client gets DEAD");
 	/* DEAD first (rcd_bpf_close), so no client trusts a ring that stops
