@@ -10,6 +10,10 @@
 #        tests/vm/debian13.sh run [run.sh options] -- COMMAND...
 #                                            tests/vm/run.sh on that kernel
 #                                            and root
+#        tests/vm/debian13.sh ctest [ctest args...]
+#                                            build, then the build's tests
+#                                            in the root on this machine's
+#                                            kernel (no guest)
 #        tests/vm/debian13.sh suite [suite.sh args...]
 #                                            build, then tests/vm/suite.sh
 #                                            on that kernel and root
@@ -119,8 +123,26 @@ build() { # DIR
 		die "the build in the Debian 13 root failed"
 }
 
+# The build's tests on this machine's kernel with Debian 13's userland (the
+# part of README's second command that needs no guest): what a Debian 13
+# host runs, liburing 2.9, gcc 14 and clang 19 included. The root is
+# bind-mounted on itself first, so that "/" is a mount point in it as on a
+# machine (tests that make their mounts private need one).
+host_ctest() { # ctest arguments
+	local status=0
+	build build-debian13
+	mount --bind "$root" "$root"
+	in_root sh -c "cd $(printf %q "$checkout") &&
+		mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null;
+		ctest --test-dir build-debian13 --output-on-failure -j $(nproc) $(printf '%q ' "$@")" ||
+		status=$?
+	umount "$root" 2>/dev/null || umount -l "$root"
+	return $status
+}
+
 case "${1:-}" in
 root) make_root; echo "$root" ;;
+ctest) shift; host_ctest "$@" ;;
 build) shift; build "${1:-}" ;;
 run)
 	shift
@@ -131,5 +153,5 @@ suite)
 	build build-debian13
 	REGCACHE_VM_BUILD=build-debian13 REGCACHE_VM_BUILT=1 exec tests/vm/suite.sh "$@" \
 		--root "$root" --kernel "$(kernel_deb)" ;;
-*) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+*) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
