@@ -49,6 +49,7 @@
 
 #include "bridge_churn.h"
 #include "rxe_mr_count.h"
+#include "median.h"
 
 static unsigned ucp_api_minor(void)
 {
@@ -259,19 +260,6 @@ static double bench_run(char *const *cmd, bool bridge)
 	return rate;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, unsigned n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /*
  * ucp-rxe bench REGCACHE_RUN [rounds] [msgs] [bytes]: messages per second
  * through unchanged buffers under regcache-run and under UCX's own hooks,
@@ -311,12 +299,12 @@ static int bench_parent(int argc, char **argv)
 		       rb[i], ratio[i]);
 		fflush(stdout);
 	}
-	mr = median(ratio, rounds);
+	mr = median_of(ratio, rounds);
 	printf("ucp-rxe bench: UCX %s, %s messages of %s bytes through "
 	       "unchanged buffers, %u rounds: UCX's hooks %.0f msgs/s, "
 	       "regcache-run %.0f msgs/s (medians), ratio %.3f (median of "
 	       "the rounds')\n", ucp_get_version_string(), msgs, bytes, rounds,
-	       median(rh, rounds), median(rb, rounds), mr);
+	       median_of(rh, rounds), median_of(rb, rounds), mr);
 	if (mr < 0.97) {
 		printf("ucp-rxe bench: ratio below 0.97 (FAIL)\n");
 		return 1;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "device.h"
+#include "median.h"
 
 int dev_init(struct dev *d, bool null)
 {
@@ -194,19 +195,9 @@ double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 double median(double *v, int n)
 {
-	if (n <= 0)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return n > 0 ? median_of(v, (size_t)n) : 0;
 }
 
 long vma_count(void)

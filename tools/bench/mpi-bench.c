@@ -58,6 +58,8 @@
 
 #include <mpi.h>
 
+#include "../median.h"
+
 #define TAG_DATA 1
 #define TAG_REPLY 2
 #define MIB ((size_t)1 << 20)
@@ -275,19 +277,6 @@ static double run_bw(size_t size, unsigned window, unsigned first,
 	return MPI_Wtime() - t0 - work;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, unsigned n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* Timed iterations at @size for a test of @base iterations at 8 B. */
 static unsigned scaled(unsigned base, size_t size)
 {
@@ -341,7 +330,7 @@ static void run_test(const struct opts *o, bool bw, bool churn)
 				false);
 		/* Rank 0's median warm-up iteration decides how many fit
 		 * in -s. */
-		per = median(iter_time, warm);
+		per = median_of(iter_time, warm);
 		if (rank == 0 && per * iters > o->seconds) {
 			iters = (unsigned)(o->seconds / per);
 			if (!iters)
@@ -362,7 +351,7 @@ static void run_test(const struct opts *o, bool bw, bool churn)
 		 * benchmarks print it.
 		 */
 		if (rank == 0) {
-			double m = median(iter_time, iters);
+			double m = median_of(iter_time, iters);
 			double v = bw ? (double)size * window / m / 1e6
 				      : m / 2 * 1e6;
 			double mean = bw ? (double)size * window * iters / t
