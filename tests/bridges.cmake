@@ -121,6 +121,15 @@ if(TARGET regcache-fabric AND TEST_FABRIC_TABLED)
     ENVIRONMENT "REGCACHE_MONITOR=bpf;REGCACHE_FABRIC_PIN_CHECK=0")
   set_tests_properties(bridge-fabric-gap@bpf bridge-fabric-gap-nocheck PROPERTIES
     SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "bridge;fabric;monitor;bpf")
+  # Many ranges, none changed, registered again and again: cached from the
+  # third time on, under the synchronous monitor and the asynchronous one.
+  foreach(m bpf userfaultfd)
+    add_test(NAME bridge-fabric-ranges@${m} COMMAND bridge-fabric ranges)
+    set_tests_properties(bridge-fabric-ranges@${m} PROPERTIES
+      ENVIRONMENT "REGCACHE_MONITOR=${m}"
+      FAIL_REGULAR_EXPRESSION "check failed|FAIL|expected"
+      SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "bridge;fabric;monitor;${m}")
+  endforeach()
   # libfabric loaded late: a component linking libfabric.so.1, dlopened
   # RTLD_LOCAL after start. The bridge comes in through regcache-run, as a
   # user runs a job; the negative control runs without it.

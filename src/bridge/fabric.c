@@ -58,8 +58,16 @@
 /* The last changes seen, by sequence number: subscribe() looks for one
  * that may have come after the pin. */
 #define HISTORY_MAX 256
-/* Entries' pin sequence numbers, direct-mapped; a lost one reads as 0. */
-#define PINS_MAX 4096
+/*
+ * What the bridge knows of entries' ranges, by range: PIN_SETS sets of
+ * PIN_WAYS, the least recently subscribed way evicted. An evicted range
+ * reads as never watched, so its next registration is served uncached
+ * once and cached from the one after. The ways let ranges whose hashes
+ * collide be known side by side: with one way, two ranges sharing a slot
+ * evict each other at every subscribe and neither is ever cached.
+ */
+#define PIN_SETS 512
+#define PIN_WAYS 8
 
 /* A change, numbered in the order the bridge saw it (1, 2, ...). */
 struct range {
@@ -93,7 +101,7 @@ static struct {
 	_Atomic uint64_t seq;	/* changes seen so far */
 	uint64_t all_seq;	/* the last "everything" */
 	struct range history[HISTORY_MAX];
-	struct pin pins[PINS_MAX];
+	struct pin pins[PIN_SETS][PIN_WAYS];
 	/* libfabric's subscribe calls, numbered; they are serialised by its
 	 * mm_lock. */
 	_Atomic uint64_t calls;
@@ -174,11 +182,38 @@ static void thread_saw(uint64_t call)
 	thread_call = call;
 }
 
-static struct pin *pin_slot(uintptr_t start, uintptr_t end)
+static struct pin *pin_set(uintptr_t start, uintptr_t end)
 {
 	uint64_t h = (start * 0x9e3779b97f4a7c15ull) ^ (end * 0xff51afd7ed558ccdull);
 
-	return &fb.pins[(h >> 32) % PINS_MAX];
+	return fb.pins[(h >> 32) % PIN_SETS];
+}
+
+/* The range's way, or NULL if the bridge knows nothing of it. Under
+ * fb.lock. */
+static struct pin *pin_find(uintptr_t start, uintptr_t end)
+{
+	struct pin *set = pin_set(start, end);
+
+	for (int w = 0; w < PIN_WAYS; w++)
+		if (set[w].start == start && set[w].end == end)
+			return &set[w];
+	return NULL;
+}
+
+/* The range's way, else the way to give it: an empty one, or the least
+ * recently subscribed. Under fb.lock. */
+static struct pin *pin_claim(uintptr_t start, uintptr_t end)
+{
+	struct pin *set = pin_set(start, end), *victim = &set[0];
+	struct pin *known = pin_find(start, end);
+
+	if (known)
+		return known;
+	for (int w = 1; w < PIN_WAYS; w++)
+		if (set[w].watch_call < victim->watch_call)
+			victim = &set[w];
+	return victim;
 }
 
 /* Did a change numbered above @since overlap [start, end)? Under fb.lock. */
@@ -257,7 +292,7 @@ static int mon_subscribe(struct fid_mem_monitor *mon, const void *addr,
 		ret = -FI_EAGAIN;
 	sync_seen();
 	pthread_mutex_lock(&fb.lock);
-	slot = pin_slot(start, end);
+	slot = pin_claim(start, end);
 	was = *slot;
 	/* A change numbered above this may end the watch made below. */
 	before = atomic_load_explicit(&fb.seq, memory_order_relaxed);
@@ -319,8 +354,8 @@ static bool mon_valid(struct fid_mem_monitor *mon, const void *addr,
 		return true;
 	}
 	pthread_mutex_lock(&fb.lock);
-	pin = pin_slot(start, end);
-	pinned = pin->start == start && pin->end == end ? pin->pinned : 0;
+	pin = pin_find(start, end);
+	pinned = pin ? pin->pinned : 0;
 	if (fb.pending_all)
 		ok = false;
 	/* A change the entry was pinned after is not about its pages. */
