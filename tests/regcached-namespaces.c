@@ -49,28 +49,28 @@ int main(int argc, char **argv)
 	if (pid == 0) {
 		pid_t inner;
 
-		T_REQUIRE(unshare(CLONE_NEWNS | CLONE_NEWPID) == 0);
-		T_REQUIRE(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
-		T_REQUIRE(mount(sockdir, newdir, NULL, MS_BIND, NULL) == 0);
+		T_CHILD_REQUIRE(unshare(CLONE_NEWNS | CLONE_NEWPID) == 0);
+		T_CHILD_REQUIRE(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+		T_CHILD_REQUIRE(mount(sockdir, newdir, NULL, MS_BIND, NULL) == 0);
 		/* The original path is gone in here. */
-		T_REQUIRE(mount("tmpfs", sockdir, "tmpfs", 0, "size=4k") == 0);
+		T_CHILD_REQUIRE(mount("tmpfs", sockdir, "tmpfs", 0, "size=4k") == 0);
 		inner = fork();
-		T_REQUIRE(inner >= 0);
+		T_CHILD_REQUIRE(inner >= 0);
 		if (inner == 0) {
-			T_REQUIRE(mount("proc", "/proc", "proc", 0, NULL) == 0);
-			T_REQUIRE(access(sock, F_OK) != 0);
+			T_CHILD_REQUIRE(mount("proc", "/proc", "proc", 0, NULL) == 0);
+			T_CHILD_REQUIRE(access(sock, F_OK) != 0);
 			snprintf(path, sizeof(path), "%s/regcached.sock", newdir);
 			setenv("REGCACHE_SOCKET", path, 1);
 			printf("in the container: pid %d, socket %s\n",
 			       (int)getpid(), path);
 			fflush(stdout);
-			T_REQUIRE(setgroups(0, NULL) == 0 &&
+			T_CHILD_REQUIRE(setgroups(0, NULL) == 0 &&
 				  setresgid(65534, 65534, 65534) == 0 &&
 				  setresuid(65534, 65534, 65534) == 0);
 			execv(argv[1], argv + 1);
 			_exit(127);
 		}
-		T_REQUIRE(waitpid(inner, &status, 0) == inner);
+		T_CHILD_REQUIRE(waitpid(inner, &status, 0) == inner);
 		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 	}
 	T_REQUIRE(waitpid(pid, &status, 0) == pid);

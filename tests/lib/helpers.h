@@ -55,6 +55,21 @@ extern int t_failures;
 		}                                                            \
 	} while (0)
 
+/*
+ * T_REQUIRE for a forked child: _exit(), because exit() would run the
+ * parent's atexit handlers in the child and, under ThreadSanitizer, wait
+ * for the sanitizer's background thread, which fork did not copy: the
+ * child would hang instead of failing.
+ */
+#define T_CHILD_REQUIRE(cond)                                                \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			fprintf(stderr, "%s:%d: required: %s\n", __FILE__,   \
+				__LINE__, #cond);                            \
+			_exit(T_EXIT_FAIL);                                  \
+		}                                                            \
+	} while (0)
+
 static inline int t_exit_status(void)
 {
 	if (t_failures)
