@@ -51,12 +51,13 @@ if(MPI_C_FOUND)
     ${CMAKE_DL_LIBS})
   regcache_mpi_rxe_tests(ucx mpi-rxe)
   regcache_mpi_rxe_tests(ofi mpi-rxe)
-  # The benchmark of two ranks (tools/bench/mpi-bench.c), next to the other
-  # benchmarks' binaries; tests/vm/nodes-bench.sh runs it across two nodes.
-  add_executable(mpi-bench ${PROJECT_SOURCE_DIR}/tools/bench/mpi-bench.c)
+  # The benchmark of two ranks (tools/microbench/mpi-bench.c), next to the
+  # other micro-benchmarks' binaries; tests/vm/nodes-bench.sh runs it across
+  # two nodes.
+  add_executable(mpi-bench ${PROJECT_SOURCE_DIR}/tools/microbench/mpi-bench.c)
   target_link_libraries(mpi-bench PRIVATE MPI::MPI_C ${CMAKE_DL_LIBS})
   set_target_properties(mpi-bench PROPERTIES
-    RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tools/bench)
+    RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tools/microbench)
 endif()
 
 # MPICH beside the default MPI: its own headers and library (Debian keeps

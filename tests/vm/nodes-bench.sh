@@ -1,9 +1,9 @@
 #!/bin/sh
 # MPI latency and bandwidth across the guests of tests/vm/run.sh --nodes 2
-# (tools/bench/mpi-bench.c), run on node0 as its COMMAND:
+# (tools/microbench/mpi-bench.c), run on node0 as its COMMAND:
 #   tests/vm/run.sh --nodes 2 -- tests/vm/nodes-bench.sh [-r ROUNDS]
 #       [-o DIR] [-t SECONDS] [-m bpf|regcached] [BUILD [OPTIONS...]]
-# BUILD (default build): the build directory with tools/bench/mpi-bench and
+# BUILD (default build): the build directory with tools/microbench/mpi-bench and
 # tools/regcache-run; OPTIONS go to mpi-bench (default, for TCG's pace:
 # -M 4M -B 4M -n 40 -s 1.5; a round of the three takes about 20 minutes
 # on a loaded 2-core host, and up to 16M about twice that).
@@ -133,7 +133,7 @@ fi
 [ "${nodes:-1}" -ge 2 ] && [ "$node" = 0 ] ||
 	{ say "run it on node0 of tests/vm/run.sh --nodes 2, not" \
 	      "node${node:-?} of ${nodes:-1} (FAIL)"; exit 1; }
-for f in tools/bench/mpi-bench tools/regcache-run; do
+for f in tools/microbench/mpi-bench tools/regcache-run; do
 	[ -x "$build/$f" ] || { say "$build/$f is not built (FAIL)"; exit 1; }
 done
 case "$monitor" in bpf|regcached) ;;
@@ -187,7 +187,7 @@ job() {
 		export TMPDIR=\$tmp OMPI_MCA_orte_tmpdir_base=\$tmp &&
 		mpirun --allow-run-as-root -np 2 -H node0,node1 --map-by node \
 		--bind-to none --mca pml ucx --mca btl self --mca osc ^ucx $x \
-		$run $build/tools/bench/mpi-bench $args
+		$run $build/tools/microbench/mpi-bench $args
 		s=\$?; rm -rf \$tmp; exit \$s" >"$log" 2>&1
 	status=$?
 	v=

@@ -6,7 +6,7 @@
  * page cached); the per-syscall cost of getppid() in an unrelated process
  * before and while the monitor is running; and the time to start and stop
  * the monitor. Run it once per backend to compare:
- *   for m in none userfaultfd bpf; do REGCACHE_MONITOR=$m tools/bench/monitor-bench; done
+ *   for m in none userfaultfd bpf; do REGCACHE_MONITOR=$m tools/microbench/monitor-bench; done
  * Caches use REGCACHE_FLAG_EXPLICIT_INVALIDATE so that "none" also caches
  * and the hit path is the same code for every backend.
  * Argument: scale factor for the iteration counts (default 1).

@@ -10,7 +10,7 @@
  * the two taxes. A mode the kernel refuses is reported and left out.
  * Argument: scale factor for the iteration counts (default 1); the number
  * of rounds is 7.
- *   tools/bench/syscall-tax [scale]
+ *   tools/microbench/syscall-tax [scale]
  */
 #include <signal.h>
 #include <stdlib.h>
