@@ -3,7 +3,7 @@
 #   runtime  libregcache.so.<SOVERSION>
 #   dev      headers (a bridge's too: regcache/fabric.h), the libregcache.so
 #            link, regcache.pc, the CMake package (regcache::regcache), the
-#            man pages and tools/example.c
+#            man pages and tools/example/example.c
 #   tools    the programs that call regcache_install_tool()
 include(CMakePackageConfigHelpers)
 
@@ -20,7 +20,7 @@ foreach(header IN LISTS REGCACHE_PUBLIC_HEADERS REGCACHE_BRIDGE_HEADERS)
   install(FILES ${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${subdir}
     COMPONENT dev)
 endforeach()
-install(FILES tools/example.c DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
+install(FILES tools/example/example.c DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
   COMPONENT dev)
 
 # The CMake package: find_package(regcache) gives regcache::regcache. The

@@ -8,13 +8,13 @@ endif()
 regcache_add_test(NAME bridge-subscriber SOURCES bridge-subscriber.c
   LABELS bridge MONITORS bpf userfaultfd)
 
-# UCX: found by tools/ucx.cmake (cache variables).
+# UCX: found by tools/common/common.cmake (cache variables).
 if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
   regcache_add_test(NAME bridge-ucx
     SOURCES bridge-ucx.c lib/bridge_oracle.c lib/bridge_ucx_rcache.c
     LIBS ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} Threads::Threads ${CMAKE_DL_LIBS}
     LABELS bridge ucx ARGS stale)
-  target_include_directories(bridge-ucx PRIVATE ${TOOLS_UCX_INCLUDE} ${PROJECT_SOURCE_DIR}/tools)
+  target_include_directories(bridge-ucx PRIVATE ${TOOLS_UCX_INCLUDE} ${PROJECT_SOURCE_DIR}/tools/common)
   # Negative control: UCX's own hooks, no bridge.
   set_tests_properties(bridge-ucx PROPERTIES
     ENVIRONMENT "UCX_MEM_MMAP_HOOK_MODE=bistro")
@@ -32,7 +32,7 @@ if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
   # put UCX's hooks back, never leaving UCX less safe than alone.
   add_executable(bridge-ucx-unreached bridge-ucx.c lib/bridge_oracle.c lib/bridge_ucx_rcache.c)
   target_include_directories(bridge-ucx-unreached PRIVATE ${TOOLS_UCX_INCLUDE}
-    ${PROJECT_SOURCE_DIR}/tools ${PROJECT_SOURCE_DIR}/tests/lib)
+    ${PROJECT_SOURCE_DIR}/tools/common ${PROJECT_SOURCE_DIR}/tests/lib)
   target_link_libraries(bridge-ucx-unreached PRIVATE regcache_test_helpers regcache
     ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} -Wl,--no-as-needed regcache-ucx -Wl,--as-needed
     Threads::Threads ${CMAKE_DL_LIBS})
@@ -47,7 +47,7 @@ if(TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM)
   regcache_add_test(NAME bridge-ucx-bench
     SOURCES bridge-ucx-bench.c lib/bridge_ucx_rcache.c
     LIBS ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} ${CMAKE_DL_LIBS} LABELS bench ARGS hit)
-  target_include_directories(bridge-ucx-bench PRIVATE ${TOOLS_UCX_INCLUDE} ${PROJECT_SOURCE_DIR}/tools)
+  target_include_directories(bridge-ucx-bench PRIVATE ${TOOLS_UCX_INCLUDE} ${PROJECT_SOURCE_DIR}/tools/common)
   set_tests_properties(bridge-ucx-bench PROPERTIES
     ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:regcache-ucx>;UCX_MEM_MMAP_HOOK_MODE=none;REGCACHE_MONITOR=bpf")
   add_test(NAME bridge-ucx-window COMMAND ${PROJECT_BINARY_DIR}/tools/regcache-run
@@ -212,7 +212,7 @@ endif()
 if(TEST_UCX_UCP AND regcache_verbs_target)
   add_executable(ucp-rxe ucp-rxe.c lib/bridge_churn.c lib/rxe_mr_count.c)
   target_include_directories(ucp-rxe PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/lib)
-  target_include_directories(ucp-rxe PRIVATE ${TOOLS_UCX_INCLUDE} ${PROJECT_SOURCE_DIR}/tools)
+  target_include_directories(ucp-rxe PRIVATE ${TOOLS_UCX_INCLUDE} ${PROJECT_SOURCE_DIR}/tools/common)
   target_link_libraries(ucp-rxe PRIVATE ${TEST_UCX_UCP} ${TOOLS_UCX_UCS}
     ${regcache_verbs_target})
   # Zero-copy rendezvous both ways, as UCX picks on a NIC: UCX >= 1.14

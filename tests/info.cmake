@@ -1,4 +1,4 @@
-# regcache-info (tools/info.c): the monitor it names and the reasons it
+# regcache-info (tools/info/info.c): the monitor it names and the reasons it
 # gives, as root and as a dropped ordinary user; --json agrees with the text.
 # Both load BPF programs and create userfaultfds: run under the test lock.
 include_guard(GLOBAL)

@@ -5,8 +5,8 @@
 # consumer's side:
 #  1. builds the library and the tools (no tests; -Werror; prefix /usr);
 #  2. installs them into a temporary prefix with `cmake --install`, builds
-#     tools/example.c out of tree against that prefix twice (pkg-config, then
-#     CMake's find_package(regcache)) and runs both;
+#     tools/example/example.c out of tree against that prefix twice
+#     (pkg-config, then CMake's find_package(regcache)) and runs both;
 #  3. with --packages: builds the Debian packages with CPack, installs them
 #     with apt-get, builds and runs the example against the system's copy
 #     (both ways again), runs the installed regcache-info, regcache-demo
@@ -51,7 +51,7 @@ project(regcache-consumer C)
 find_package(regcache 0.1 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(URING REQUIRED IMPORTED_TARGET liburing)
-add_executable(example $src/tools/example.c)
+add_executable(example $src/tools/example/example.c)
 target_link_libraries(example PRIVATE regcache::regcache PkgConfig::URING)
 EOF
 
@@ -69,10 +69,10 @@ run_example() {
 build_consumers() {
 	local out="$work/$1"
 	mkdir -p "$out"
-	step "$1: cc tools/example.c \$(pkg-config --cflags --libs regcache liburing)"
+	step "$1: cc tools/example/example.c \$(pkg-config --cflags --libs regcache liburing)"
 	pkg-config --exists --print-errors regcache
 	# shellcheck disable=SC2046 # the flags are words
-	cc -Wall -Wextra -Werror -o "$out/example-pkg-config" tools/example.c \
+	cc -Wall -Wextra -Werror -o "$out/example-pkg-config" tools/example/example.c \
 		$(pkg-config --cflags --libs regcache liburing)
 	run_example "$out/example-pkg-config" "$2"
 

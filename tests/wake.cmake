@@ -16,7 +16,7 @@ if(TARGET regcache-ucx AND TOOLS_UCX_INCLUDE AND TOOLS_UCX_UCS AND TOOLS_UCX_UCM
   target_link_libraries(bridge-ucx-idle PRIVATE regcache_test_helpers regcache
     ${TOOLS_UCX_UCS} ${TOOLS_UCX_UCM} ${CMAKE_DL_LIBS})
   target_include_directories(bridge-ucx-idle PRIVATE
-    ${PROJECT_SOURCE_DIR}/tests/lib ${TOOLS_UCX_INCLUDE} ${PROJECT_SOURCE_DIR}/tools)
+    ${PROJECT_SOURCE_DIR}/tests/lib ${TOOLS_UCX_INCLUDE} ${PROJECT_SOURCE_DIR}/tools/common)
   # The forwarding thread asleep: under 5% of a core (measured ~0).
   add_test(NAME bridge-ucx-idle COMMAND ${PROJECT_BINARY_DIR}/tools/regcache-run
     $<TARGET_FILE:bridge-ucx-idle> below 5)

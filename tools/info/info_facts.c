@@ -17,7 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../src/base/env.h"
+#include "base/env.h"
 #include "info.h"
 
 #ifndef UFFD_USER_MODE_ONLY

@@ -24,7 +24,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "../src/base/env.h"
+#include "base/env.h"
 #include "demo.h"
 #include "rcache_ucx.h"
 
@@ -133,7 +133,7 @@ void demo_bridge_exec_child(void)
  * ---------------------------------------------------------------------- */
 
 #ifdef TOOLS_HAVE_FABRIC
-#include "../src/bridge/fabric_layout.h"
+#include "bridge/fabric_layout.h"
 
 static struct lf_cache cache;
 

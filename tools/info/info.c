@@ -27,7 +27,7 @@
 
 #include <regcache.h>
 
-#include "../src/base/env.h"
+#include "base/env.h"
 #include "info.h"
 
 /* As the library's "auto" tries them; a library without the node service's
