@@ -102,7 +102,7 @@ static void attacker(const char *secret, const char *own)
 int main(void)
 {
 	char secret[64] = "/dev/shm/regcached-secret-XXXXXX";
-	char own[64];
+	char own[sizeof(secret) + sizeof("-own")];
 	struct report r;
 	int fd, status;
 	char *map;
