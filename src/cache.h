@@ -18,7 +18,7 @@
 #include "base/compat.h"
 #include "index.h"
 #include "lru.h"
-#include "monitor.h"
+#include "monitor_core.h"
 #include "region.h"
 
 /* A registration in flight: sync marks it tainted if a published range
