@@ -41,7 +41,7 @@ static const struct rc_fork_handlers caches_fork = {
  * Regions: allocation, kills, claims
  * ------------------------------------------------------------------- */
 
-/* What the region lists of @c link through (region.h). */
+/* What the region lists of @c link through (region_pool.h). */
 static inline struct rc_region *const *slabs(const struct regcache *c)
 {
 	return c->pool.table.slab;
@@ -188,7 +188,7 @@ static void claim_killed(struct regcache *c, struct kill_batch *batch)
 	killed_before = c->kills;
 	pthread_mutex_unlock(&c->lock);
 	if (!rc_region_fence_counts()) {
-		/* Counts cannot be trusted yet (region.h, References): the
+		/* Counts cannot be trusted yet (region_refs.h): the
 		 * dead stay registered until a later scan or last put. */
 		kill_batch_init(batch);
 		return;

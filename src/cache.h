@@ -20,6 +20,8 @@
 #include "lru.h"
 #include "monitor_core.h"
 #include "region.h"
+#include "region_pool.h"
+#include "region_refs.h"
 
 /* A registration in flight: sync marks it tainted if a published range
  * overlaps it before it is indexed (docs/design.md). */
