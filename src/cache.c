@@ -41,7 +41,7 @@ static const struct rc_fork_handlers caches_fork = {
  * Regions: allocation, kills, claims
  * ------------------------------------------------------------------- */
 
-/* What the region lists of @c link through (region.h). */
+/* What the region lists of @c link through (region_pool.h). */
 static inline struct rc_region *const *slabs(const struct regcache *c)
 {
 	return c->pool.table.slab;
@@ -188,7 +188,7 @@ static void claim_killed(struct regcache *c, struct kill_batch *batch)
 	killed_before = c->kills;
 	pthread_mutex_unlock(&c->lock);
 	if (!rc_region_fence_counts()) {
-		/* Counts cannot be trusted yet (region.h, References): the
+		/* Counts cannot be trusted yet (region_refs.h): the
 		 * dead stay registered until a later scan or last put. */
 		kill_batch_init(batch);
 		return;
@@ -701,6 +701,175 @@ static rc_noinline bool probe_hit(struct regcache *c, struct rc_region *r,
 	return true;
 }
 
+/*
+ * A miss registers in four steps, the pattern of the kernel's
+ * mmu_interval_read_begin()/mmu_interval_read_retry() (design rule 2):
+ *
+ *   miss_read_begin()  under the lock, just after a sync: subscribe the
+ *                      range, so that every change the cache applies from
+ *                      here on taints the registration;
+ *   miss_pin()         without the lock: watch the range with the monitor,
+ *                      then pin it (ops->reg);
+ *   miss_read_retry()  under the lock again: apply what was published
+ *                      while we pinned, unsubscribe, and say whether what
+ *                      was pinned may be stale;
+ *   miss_publish_locked()  if not, index it.
+ *
+ * struct miss is one registration in flight between those steps.
+ */
+struct miss {
+	struct rc_pending pending;	/* on c->pending from begin to retry */
+	unsigned access;		/* of the registration */
+	struct rc_monitor_ticket ticket;
+	bool watched;			/* the monitor took a watch */
+	bool unwatchable;		/* and nothing else sees a change */
+};
+
+/* Under the lock, after sync_locked() looked up [pstart, pend) and found
+ * @first the lowest live region it overlaps, or none: the range and
+ * access to register. @merge: the union of the request with every region
+ * it overlaps, so that one region replaces them all and the index stays
+ * non-overlapping; else, or when the union is too long for one region,
+ * the request alone. */
+static void miss_span_locked(struct regcache *c, struct miss *m,
+			     struct rc_region *first, bool merge,
+			     uintptr_t pstart, uintptr_t pend, unsigned access)
+{
+	uintptr_t start = pstart, end = pend;
+	unsigned uaccess = access;
+
+	if (merge)
+		widen_to_overlaps_locked(c, first, &start, &end, &uaccess);
+	if (end - start > RC_REGION_MAX_LEN) {
+		start = pstart;
+		end = pend;
+		uaccess = access;
+	}
+	*m = (struct miss){ .pending = { .start = start, .end = end },
+			    .access = uaccess };
+}
+
+/* Under the lock, with the monitor just drained (sync_locked()): subscribe
+ * before pinning (design rule 2). From here on any published change to
+ * the range that sync_locked() applies marks m->pending tainted
+ * (invalidate_locked()). Drops the lock and claims what the sync killed. */
+static void miss_read_begin(struct regcache *c, struct miss *m,
+			    struct kill_batch *batch)
+{
+	TAILQ_INSERT_TAIL(&c->pending, &m->pending, link);
+	pthread_mutex_unlock(&c->lock);
+	claim_killed(c, batch);
+}
+
+/* Between begin and retry, without the lock: watch the range with the
+ * monitor, then pin it. 0 and *handle, or the registrar's error;
+ * -EOPNOTSUPP if nothing would see a change to it (m->unwatchable). */
+static int miss_pin(struct regcache *c, struct miss *m, void **handle)
+{
+	uintptr_t start = m->pending.start, end = m->pending.end;
+
+	m->watched = !c->follows_page_tables &&
+		     rc_monitor_watch(start, end, &m->ticket) == 0;
+	m->unwatchable = !m->watched && !c->explicit_invalidate &&
+			 !c->follows_page_tables;
+	if (m->unwatchable)
+		return -EOPNOTSUPP;
+	return reg_evicting(c, start, end, m->access, handle);
+}
+
+/* Leave the subscription without pinning (begin, then a failure before
+ * miss_pin()). Takes and drops the lock. */
+static void miss_abandon(struct regcache *c, struct miss *m)
+{
+	pthread_mutex_lock(&c->lock);
+	TAILQ_REMOVE(&c->pending, &m->pending, link);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * After miss_pin(): take the lock, apply everything published while the
+ * range was pinned and unsubscribe. True if the registration may be stale
+ * and must not be indexed. Returns with the lock held; @batch holds what
+ * the sync killed. @pinned: miss_pin() succeeded, so the insert will need
+ * index nodes.
+ */
+static bool miss_read_retry(struct regcache *c, struct miss *m, bool pinned,
+			    struct kill_batch *batch)
+{
+	kill_batch_init(batch);
+	pthread_mutex_lock(&c->lock);
+	/* Other misses may have used the spares region_alloc() left;
+	 * the pending record still catches any change meanwhile. */
+	while (pinned && !m->pending.tainted &&
+	       rc_index_spares_wanted(&c->index)) {
+		unsigned want = rc_index_spares_wanted(&c->index);
+		bool room;
+
+		pthread_mutex_unlock(&c->lock);
+		room = index_top_up(c, want);
+		pthread_mutex_lock(&c->lock);
+		if (!room)
+			m->pending.tainted = true;	/* out of memory */
+	}
+	/* Drain what was published while we pinned before leaving the
+	 * pending list, so that such a change taints this registration.
+	 * (No fork can be detected here: the thread in a get is not the one
+	 * that forked.) */
+	sync_locked(c, batch);
+	/* Watched by another backend than the one this cache synced to (a
+	 * switch, cf. rc_monitor_fall_back()): a retired one publishes
+	 * nothing more, and an unsynced cache would hit without the new
+	 * one's probes. */
+	if (m->watched && m->ticket.incarnation != c->mon_incarnation)
+		m->pending.tainted = true;
+	TAILQ_REMOVE(&c->pending, &m->pending, link);
+	return m->pending.tainted;
+}
+
+/* Undo miss_pin()'s watch, for a registration that is not kept. Without
+ * the lock. */
+static void miss_unwatch(const struct miss *m)
+{
+	if (m->watched && m->ticket.undo)
+		rc_monitor_unwatch(m->pending.start, m->pending.end);
+}
+
+/* Under the lock, after miss_read_retry() found @nr, filled with @m's
+ * range, fresh: index it in place of the regions it covers and hint
+ * @start to it. False if a region reaches beyond it (another thread won a
+ * race). */
+static bool miss_publish_locked(struct regcache *c, const struct miss *m,
+				struct rc_region *nr, uintptr_t start,
+				struct kill_batch *batch)
+{
+	if (!absorb_overlaps_locked(c, m->pending.start, m->pending.end,
+				    m->access, batch))
+		return false;
+	make_live_locked(c, nr);
+	rc_index_hint_set(&c->index, start, nr);
+	evict_over_limits_locked(c, batch);
+	return true;
+}
+
+/* Under the lock, @r covering the request: take a reference, then drop the
+ * lock. False if the probe rejected it (the reference is dropped). */
+static bool hit_locked(struct regcache *c, struct rc_region *r,
+		       uintptr_t start, struct kill_batch *batch)
+{
+	uint32_t seq = rc_load_relaxed(&r->seq);
+
+	rc_index_hint_set(&c->index, start, r);
+	/* Under the lock nobody can kill it: the ref holds. */
+	region_get(c, r, seq);
+	pthread_mutex_unlock(&c->lock);
+	claim_killed(c, batch);
+	if (rc_load_relaxed(&c->probe_hits) && !probe_hit(c, r, seq))
+		return false;
+	/* Counted once served: a rejected probe is no hit. */
+	count_hit(c, r);
+	return true;
+}
+
 /* Hit under the lock (the hint missed) or a miss that registers. */
 static rc_noinline int get_slow(struct regcache *c, const void *addr,
 				size_t len, unsigned access,
@@ -709,7 +878,8 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 	uintptr_t start = (uintptr_t)addr, end = start + len;
 	uintptr_t pstart = start & ~(page_size - 1);
 	uintptr_t pend = (end + page_size - 1) & ~(page_size - 1);
-	bool merge;
+	bool merge = true;
+	int attempt = 0;
 
 	if (!c || !addr || !out || !len || end < start || pend < end) {
 		rc_warn("regcache_get(cache=%p, addr=%p, len=%zu, region=%p): "
@@ -733,17 +903,15 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 		check_fork(c);
 		return get_passthrough(c, pstart, pend, access, out);
 	}
-	merge = true;
 
-	for (int attempt = 0; attempt < RC_MISS_ATTEMPTS; attempt++) {
-		struct rc_pending pending = { .start = pstart, .end = pend };
-		struct rc_monitor_ticket ticket = { 0 };
+	/* Each pass that finds the range changed, or a rejected hit, is one
+	 * attempt; retrying the request without its union is not. */
+	while (attempt < RC_MISS_ATTEMPTS) {
 		struct kill_batch batch;
 		struct rc_region *r, *nr;
-		uintptr_t ustart = pstart, uend = pend;
-		unsigned uaccess = access;
-		bool watched, unwatchable, indexed = false, retry_alone = false;
+		struct miss m;
 		void *handle;
+		bool stale, indexed;
 		int ret;
 
 		kill_batch_init(&batch);
@@ -753,111 +921,46 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 		 * the only one that overlaps its pages. */
 		r = rc_index_first_overlap(&c->index, pstart, pend);
 		if (r && covers(r, start, end, access)) {
-			uint32_t seq = rc_load_relaxed(&r->seq);
-
-			rc_index_hint_set(&c->index, start, r);
-			/* Under the lock nobody can kill it: the ref holds. */
-			region_get(c, r, seq);
-			pthread_mutex_unlock(&c->lock);
-			claim_killed(c, &batch);
-			if (rc_load_relaxed(&c->probe_hits) &&
-			    !probe_hit(c, r, seq))
-				continue;
-			/* Counted once served: a rejected probe is no hit. */
-			count_hit(c, r);
-			*out = (struct regcache_region *)r;
-			return 0;
+			if (hit_locked(c, r, start, &batch)) {
+				*out = (struct regcache_region *)r;
+				return 0;
+			}
+			attempt++;
+			continue;
 		}
-		if (merge)
-			widen_to_overlaps_locked(c, r, &ustart, &uend,
-						 &uaccess);
-		if (uend - ustart > RC_REGION_MAX_LEN) {
-			/* Too long for one region: the request alone. */
-			ustart = pstart;
-			uend = pend;
-			uaccess = access;
-		}
-		pending.start = ustart;
-		pending.end = uend;
-		/* Subscribe before pinning (docs/design.md, rule 2): from here on any
-		 * published change to the range taints this registration. */
-		TAILQ_INSERT_TAIL(&c->pending, &pending, link);
-		pthread_mutex_unlock(&c->lock);
-		claim_killed(c, &batch);
+		miss_span_locked(c, &m, r, merge, pstart, pend, access);
 
+		miss_read_begin(c, &m, &batch);
 		nr = region_alloc(c);
 		if (!nr) {
-			pthread_mutex_lock(&c->lock);
-			TAILQ_REMOVE(&c->pending, &pending, link);
-			pthread_mutex_unlock(&c->lock);
+			miss_abandon(c, &m);
 			return -ENOMEM;
 		}
-		watched = !c->follows_page_tables &&
-			  rc_monitor_watch(ustart, uend, &ticket) == 0;
-		unwatchable = !watched && !c->explicit_invalidate && !c->follows_page_tables;
-		if (!unwatchable)
-			ret = reg_evicting(c, ustart, uend, uaccess, &handle);
-		else
-			ret = -EOPNOTSUPP;
-		if (ret && merge && (ustart != pstart || uend != pend)) {
-			/* The union may reach memory the request does not, or
-			 * that the monitor cannot watch: try the request
-			 * alone. */
-			merge = false;
-			retry_alone = true;
-		}
-
-		kill_batch_init(&batch);
-		pthread_mutex_lock(&c->lock);
-		/* Other misses may have used the spares region_alloc() left;
-		 * the pending record still catches any change meanwhile. */
-		while (!ret && !pending.tainted &&
-		       rc_index_spares_wanted(&c->index)) {
-			unsigned want = rc_index_spares_wanted(&c->index);
-			bool room;
-
-			pthread_mutex_unlock(&c->lock);
-			room = index_top_up(c, want);
-			pthread_mutex_lock(&c->lock);
-			if (!room)
-				pending.tainted = true;	/* out of memory */
-		}
-		/* Drain what was published while we pinned before leaving the
-		 * pending list, so that such a change taints this
-		 * registration. (No fork can be detected here: the thread in
-		 * a get is not the one that forked.) */
-		sync_locked(c, &batch);
-		/* Watched by another backend than the one this cache synced
-		 * to (a switch, cf. rc_monitor_fall_back()): a retired one
-		 * publishes nothing more, and an unsynced cache would hit
-		 * without the new one's probes. */
-		if (watched && ticket.incarnation != c->mon_incarnation)
-			pending.tainted = true;
-		TAILQ_REMOVE(&c->pending, &pending, link);
+		ret = miss_pin(c, &m, &handle);
+		stale = miss_read_retry(c, &m, ret == 0, &batch);
 		if (ret) {
 			rc_region_free_locked(&c->pool, nr);
 			pthread_mutex_unlock(&c->lock);
-			if (watched && ticket.undo)
-				rc_monitor_unwatch(ustart, uend);
-			if (retry_alone) {
-				attempt--;
+			miss_unwatch(&m);
+			if (m.pending.start != pstart || m.pending.end != pend) {
+				/* The union may reach memory the request does
+				 * not, or that the monitor cannot watch: try
+				 * the request alone. */
+				merge = false;
 				continue;
 			}
-			if (unwatchable)
+			if (m.unwatchable)
 				/* The monitor cannot watch this memory. */
 				return get_passthrough(c, pstart, pend, access,
 						       out);
 			return ret;
 		}
-		rc_region_fill(nr, ustart, uend, uaccess, handle,
-			       watched && ticket.undo ? RC_REGION_WATCHED : 0);
-		if (!pending.tainted &&
-		    absorb_overlaps_locked(c, ustart, uend, uaccess, &batch)) {
-			make_live_locked(c, nr);
-			rc_index_hint_set(&c->index, start, nr);
-			evict_over_limits_locked(c, &batch);
-			indexed = true;
-		}
+		rc_region_fill(nr, m.pending.start, m.pending.end, m.access,
+			       handle,
+			       m.watched && m.ticket.undo ? RC_REGION_WATCHED
+							  : 0);
+		indexed = !stale &&
+			  miss_publish_locked(c, &m, nr, start, &batch);
 		pthread_mutex_unlock(&c->lock);
 		claim_killed(c, &batch);
 		if (indexed) {
@@ -869,6 +972,7 @@ static rc_noinline int get_slow(struct regcache *c, const void *addr,
 		 * indexed an overlapping region: start over. */
 		dereg(c, nr);
 		region_free(c, nr);
+		attempt++;
 	}
 	rc_info("range %p+%zu keeps changing while it is registered; serving "
 		"it uncached", addr, len);

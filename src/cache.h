@@ -18,8 +18,10 @@
 #include "base/compat.h"
 #include "index.h"
 #include "lru.h"
-#include "monitor.h"
+#include "monitor_core.h"
 #include "region.h"
+#include "region_pool.h"
+#include "region_refs.h"
 
 /* A registration in flight: sync marks it tainted if a published range
  * overlaps it before it is indexed (docs/design.md). */

@@ -8,7 +8,7 @@
  * and the keys of a search sit together in the tree's nodes (a lookup
  * among a million regions touches 4 nodes, not 20 scattered regions).
  * A leaf entry is one 64-bit word, the region's start page above its
- * number in its pool (region.h: rc_region_at() turns the number back into
+ * number in its pool (region_pool.h: rc_region_at() turns the number back into
  * the region): 8 bytes a region, with the keys still in the leaf.
  * Sequential inserts, upwards or downwards, fill nodes completely.
  *
@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "base/compat.h"
-#include "region.h"
+#include "region_pool.h"
 
 struct rc_index_node;
 
@@ -43,7 +43,7 @@ struct rc_index_node;
  *             live: struct rc_region_table): 4 bytes a slot.
  * @hint_mask: 2^@hint_bits - 1.
  * @slab:      the slab array of the table the region numbers refer to
- *             (region.h: rc_region_at()).
+ *             (region_pool.h: rc_region_at()).
  * @root:      the tree, NULL when empty; for any two regions in it,
  *             a.end <= b.start or b.end <= a.start.
  * @depth:     levels of inner nodes above the leaves.

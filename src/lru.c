@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The LRU's victim choice (see lru.h). */
 #include "lru.h"
+#include "region_refs.h"
 
 struct rc_region *rc_lru_pick_idle(struct rc_lru *lru)
 {

@@ -17,13 +17,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "region.h"
+#include "region_pool.h"
 
 /**
  * struct rc_lru - live regions in order of use
  * @list: the regions, through rc_region.link.
  * @nr:   how many.
- * @slab: the slab array of the regions' table (region.h).
+ * @slab: the slab array of the regions' table (region_pool.h).
  */
 struct rc_lru {
 	struct rc_region_list list;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Regions: the thread reference slots and the fences that make them safe,
- * and type-stable allocation (see region.h).
+ * and type-stable allocation (see region_refs.h and region_pool.h).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -17,6 +17,8 @@
 #include "base/fork.h"
 #include "base/log.h"
 #include "region.h"
+#include "region_pool.h"
+#include "region_refs.h"
 
 _Static_assert(sizeof(struct rc_region) == 48, "a region is 48 bytes");
 _Static_assert(offsetof(struct rc_region, shared_refs) == 32,

@@ -18,7 +18,7 @@
 #include <regcache/monitor.h>
 
 #include "base/log.h"
-#include "monitor.h"
+#include "monitor_core.h"
 
 struct watch {
 	uintptr_t start, end;	/* page-aligned; start == 0: empty slot */

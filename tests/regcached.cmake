@@ -22,7 +22,7 @@ regcached_wire_test(regcached-flood ROOT DAEMON_ARGS --max-per-user 16
 # A second, static copy of the library inside a shared object: the core
 # and the regcached backend (the in-process backends are stubs there).
 set(copy_srcs cache.c region.c index.c lru.c budget.c stats.c base/env.c base/fork.c
-  base/log.c monitor.c
+  base/log.c monitor_core.c
   monitor/none.c monitor/regcached.c monitor/ring.c kernel/vma.c
   monitor/ranges.c registrar/io_uring.c version.c)
 list(TRANSFORM copy_srcs PREPEND ${PROJECT_SOURCE_DIR}/src/)

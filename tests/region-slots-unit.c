@@ -18,11 +18,12 @@
 
 #include "helpers.h"
 
-#include "region.h"
+#include "region_pool.h"
+#include "region_refs.h"
 
 #define NREG 1000
 /* Regions RC_THREAD_SLOTS apart in a slab hash to the same slot
- * (region.h:rc_ref_slot). */
+ * (region_refs.h:rc_ref_slot). */
 #define SAME_SLOT RC_THREAD_SLOTS
 
 static struct rc_region_pool pool;
@@ -98,7 +99,7 @@ int main(void)
 		rc_region_make_live(reg[i]);
 		if (i == 0 && !rc_my_refs) {
 			printf("SKIP: membarrier() unavailable here, so no "
-			       "thread counts in slots (region.h, References)\n");
+			       "thread counts in slots (region_refs.h)\n");
 			return T_EXIT_SKIP;
 		}
 		T_CHECK(rc_region_count_down_local(reg[i]));

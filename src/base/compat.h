@@ -25,7 +25,7 @@
 #define rc_fetch_sub_seqcst(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_seq_cst)
 #define rc_fence_seqcst()	atomic_thread_fence(memory_order_seq_cst)
 /* Orders a thread's own accesses against the compiler only; the CPU side is
- * supplied by membarrier() in the thread that reads them (see region.h,
+ * supplied by membarrier() in the thread that reads them (see region_refs.h,
  * rc_region_ref() and rc_region_fence_counts()). */
 #define rc_compiler_fence()	atomic_signal_fence(memory_order_seq_cst)
 

@@ -20,11 +20,11 @@
 enum rc_fork_part {
 	RC_FORK_CACHES,		/* cache.c: caches_lock */
 	RC_FORK_SLOTS,		/* region.c: nothing held; child resets */
-	RC_FORK_MONITOR,	/* monitor.c: mon_lock */
+	RC_FORK_MONITOR,	/* monitor_core.c: mon_lock */
 	RC_FORK_REGCACHED,	/* monitor/regcached.c: rb.sock_lock */
 	RC_FORK_BPF,		/* monitor/bpf.c: ebpf.files.lock */
-	RC_FORK_UFFD,		/* monitor/uffd.c: uffd.lock */
-	RC_FORK_WAITER,		/* monitor.c: none held; child resets */
+	RC_FORK_UFFD,		/* monitor/uffd.c: rc_uffd.lock */
+	RC_FORK_WAITER,		/* monitor_core.c: none held; child resets */
 	RC_FORK_PARTS
 };
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The contract between the process-wide monitor (src/monitor.c) and its
+ * The contract between the process-wide monitor (src/monitor_core.c) and its
  * backends (src/monitor/{regcached,bpf,uffd,none}.c).
  *
  * A backend learns from the kernel that pages behind some virtual range have
@@ -9,7 +9,7 @@
  * every cache's hit path reads, fork detection and the list of subscribers.
  *
  * Only files in src/monitor/ include <linux/userfaultfd.h> or the bpf headers.
- * monitor.c branches on the capabilities below, never on the backend's name.
+ * monitor_core.c branches on the capabilities below, never on the backend's name.
  */
 #ifndef RC_MONITOR_BACKEND_H
 #define RC_MONITOR_BACKEND_H
@@ -131,7 +131,7 @@ struct rc_monitor {
 	_Atomic uint64_t epoch;
 	struct rc_monitor_caps caps;	/* written by ->start() only */
 	/* The active backend's ops inside its struct rc_monitor_active
-	 * (../monitor.h); re-pointed at a switch while others read it. */
+	 * (../monitor_core.h); re-pointed at a switch while others read it. */
 	const struct rc_monitor_ops *_Atomic ops;
 	void *backend;
 

@@ -69,7 +69,7 @@ function(regcache_bpf_backend)
     VERBATIM)
   # One object and skeleton per variant of the same programs: the
   # in-process monitor's, and the node's (-DRC_NODE), loaded once per node
-  # by the regcached daemon (tools/regcached.cmake).
+  # by the regcached daemon (tools/regcached/regcached.cmake).
   regcache_bpf_skeleton(rc_monitor "")
   regcache_bpf_skeleton(rc_node -DRC_NODE)
   add_custom_target(regcache_bpf_skel DEPENDS ${out}/rc_monitor.skel.h)

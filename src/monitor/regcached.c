@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The "regcached" monitor backend: the node's daemon (tools/regcached.c)
+ * The "regcached" monitor backend: the node's daemon (tools/regcached/regcached.c)
  * runs one eBPF program set for every process; this process gets a ring of
  * its own over a unix socket, and consumes it exactly as the in-process
  * bpf backend consumes its ring. No privilege is needed. The hit path's

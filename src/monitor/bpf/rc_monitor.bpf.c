@@ -32,7 +32,10 @@
  * by {tgid, slot} so that several copies of the library in one process each
  * have one, several processes may watch one file, a process's state goes
  * away in-kernel when it exits, and the daemon's own exit writes a DEAD
- * record into every client ring.
+ * record into every client ring. The variants differ in one block of types
+ * and maps (rc_proc_t, rc_file_t, procs), in emit(), in the in-process
+ * file addresses (file_ranges(), folio_pages()), and in the node's
+ * tombstones and exit hook.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -91,9 +94,11 @@ struct rc_ring {
 	__uint(max_entries, RC_BPF_RING_BYTES);
 };
 
+/* What the two variants keep per process, per watched file and per ring. */
 #ifdef RC_NODE
 #define RC_PROCS_MAX RC_BPF_NODE_MAX_PROCS
 typedef struct rc_bpf_node_proc rc_proc_t;
+typedef struct rc_bpf_node_file rc_file_t;	/* every watcher's pages */
 
 /* {tgid, slot} -> the ring of one library copy (inserted by the daemon) */
 struct {
@@ -105,6 +110,7 @@ struct {
 #else
 #define RC_PROCS_MAX RC_BPF_MAX_PROCS
 typedef struct rc_bpf_proc rc_proc_t;
+typedef struct rc_bpf_file rc_file_t;	/* where we map its pages */
 
 /* tgid -> that process's ring buffer (created and inserted by bpf.c) */
 struct {
@@ -142,11 +148,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, RC_BPF_MAX_FILES);
 	__type(key, struct rc_bpf_file_key);
-#ifdef RC_NODE
-	__type(value, struct rc_bpf_node_file);
-#else
-	__type(value, struct rc_bpf_file);
-#endif
+	__type(value, rc_file_t);
 } files SEC(".maps");
 
 /* Threads with an entry in `pending`: lets the exit and lock hooks, which
@@ -394,6 +396,10 @@ static __always_inline enum fd_kind fd_file(struct task_struct *task, __u64 fd,
 }
 
 #ifndef RC_NODE
+/* In-process only: the files entry says where this process maps the file,
+ * so a change of file pages becomes our address ranges. The node variant
+ * knows no client's mappings and publishes everything of each watcher. */
+
 /*
  * Our addresses of file pages [first, last) of a watched file, one range
  * per recorded mapping (rc_bpf_abi.h, struct rc_bpf_file), clipped to the
@@ -433,6 +439,53 @@ static __always_inline int file_ranges(const struct rc_bpf_file *f,
 		}
 	}
 	return n;
+}
+
+/* Kernel layouts of the folio fields folio_pages() reads, by version (CO-RE
+ * picks the one that exists). */
+struct folio___flags_struct {
+	struct {
+		unsigned long f;
+	} flags;
+} __attribute__((preserve_access_index));
+struct folio___flags_ulong {
+	unsigned long flags;
+} __attribute__((preserve_access_index));
+struct folio___nr_pages {
+	unsigned int _nr_pages;
+} __attribute__((preserve_access_index));
+struct folio___folio_nr_pages {
+	unsigned int _folio_nr_pages;
+} __attribute__((preserve_access_index));
+
+/* Pages in @folio; when that cannot be read, the largest page-cache folio
+ * (a PMD, 512 pages on x86-64), which only widens the records. */
+static __always_inline __u64 folio_pages(struct folio *folio)
+{
+	unsigned long flags = 0;
+	unsigned int nr = 0;
+	int head;
+
+	if (!bpf_core_enum_value_exists(enum pageflags, PG_head))
+		return 512;
+	head = bpf_core_enum_value(enum pageflags, PG_head);
+	if (bpf_core_field_exists(struct folio___flags_struct, flags.f))
+		flags = BPF_CORE_READ((struct folio___flags_struct *)folio,
+				      flags.f);
+	else if (bpf_core_field_exists(struct folio___flags_ulong, flags))
+		flags = BPF_CORE_READ((struct folio___flags_ulong *)folio,
+				      flags);
+	else
+		return 512;
+	if (!(flags & (1UL << (head & 63))))
+		return 1;
+	if (bpf_core_field_exists(struct folio___nr_pages, _nr_pages))
+		nr = BPF_CORE_READ((struct folio___nr_pages *)folio, _nr_pages);
+	else if (bpf_core_field_exists(struct folio___folio_nr_pages,
+				       _folio_nr_pages))
+		nr = BPF_CORE_READ((struct folio___folio_nr_pages *)folio,
+				   _folio_nr_pages);
+	return nr >= 1 && nr <= 512 ? nr : 512;
 }
 #endif
 
@@ -902,55 +955,6 @@ int BPF_PROG(rc_uring_complete, struct io_ring_ctx *rctx, void *req,
 	return 0;
 }
 
-#ifndef RC_NODE
-/* Kernel layouts of the folio fields folio_pages() reads, by version (CO-RE
- * picks the one that exists). */
-struct folio___flags_struct {
-	struct {
-		unsigned long f;
-	} flags;
-} __attribute__((preserve_access_index));
-struct folio___flags_ulong {
-	unsigned long flags;
-} __attribute__((preserve_access_index));
-struct folio___nr_pages {
-	unsigned int _nr_pages;
-} __attribute__((preserve_access_index));
-struct folio___folio_nr_pages {
-	unsigned int _folio_nr_pages;
-} __attribute__((preserve_access_index));
-
-/* Pages in @folio; when that cannot be read, the largest page-cache folio
- * (a PMD, 512 pages on x86-64), which only widens the records. */
-static __always_inline __u64 folio_pages(struct folio *folio)
-{
-	unsigned long flags = 0;
-	unsigned int nr = 0;
-	int head;
-
-	if (!bpf_core_enum_value_exists(enum pageflags, PG_head))
-		return 512;
-	head = bpf_core_enum_value(enum pageflags, PG_head);
-	if (bpf_core_field_exists(struct folio___flags_struct, flags.f))
-		flags = BPF_CORE_READ((struct folio___flags_struct *)folio,
-				      flags.f);
-	else if (bpf_core_field_exists(struct folio___flags_ulong, flags))
-		flags = BPF_CORE_READ((struct folio___flags_ulong *)folio,
-				      flags);
-	else
-		return 512;
-	if (!(flags & (1UL << (head & 63))))
-		return 1;
-	if (bpf_core_field_exists(struct folio___nr_pages, _nr_pages))
-		nr = BPF_CORE_READ((struct folio___nr_pages *)folio, _nr_pages);
-	else if (bpf_core_field_exists(struct folio___folio_nr_pages,
-				       _folio_nr_pages))
-		nr = BPF_CORE_READ((struct folio___folio_nr_pages *)folio,
-				   _folio_nr_pages);
-	return nr >= 1 && nr <= 512 ? nr : 512;
-}
-#endif
-
 /* A page of a watched file leaves the page cache: truncate, hole punch or
  * MADV_REMOVE, by this process or any other. In-process, the files entry
  * says where we map the file, so the page's addresses are published; the
@@ -960,11 +964,7 @@ SEC("tp_btf/mm_filemap_delete_from_page_cache")
 int BPF_PROG(rc_filemap_delete, struct folio *folio)
 {
 	struct rc_bpf_file_key key = {};
-#ifdef RC_NODE
-	struct rc_bpf_node_file *f;
-#else
-	struct rc_bpf_file *f;
-#endif
+	rc_file_t *f;
 	struct inode *host;
 	__u64 index;
 

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The cache's view of the process-wide monitor: subscribe before pinning,
- * check one generation word per hit, drain published ranges when it moved.
+ * The core of the process-wide monitor (monitor_core.c), whatever the
+ * backend, as the caches see it: subscribe before pinning, check one
+ * generation word per hit, drain published ranges when it moved. The
+ * public subscriber API, include/regcache/monitor.h, is built on it
+ * (subscriber.c).
  */
-#ifndef RC_MONITOR_H
-#define RC_MONITOR_H
+#ifndef RC_MONITOR_CORE_H
+#define RC_MONITOR_CORE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -134,4 +137,4 @@ rc_hidden int rc_monitor_watch(uintptr_t start, uintptr_t end,
 rc_hidden void rc_monitor_unwatch(uintptr_t start, uintptr_t end);
 rc_hidden int rc_monitor_validate(uintptr_t start, uintptr_t end);
 
-#endif /* RC_MONITOR_H */
+#endif /* RC_MONITOR_CORE_H */

@@ -24,7 +24,7 @@
 #include "base/env.h"
 #include "base/fork.h"
 #include "base/log.h"
-#include "monitor.h"
+#include "monitor_core.h"
 
 /* Until the first cache maps the real guard page, the hit path is never run;
  * this keeps rc_mon.fork_guard dereferenceable anyway. */
