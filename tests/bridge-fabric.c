@@ -53,6 +53,8 @@
 
 #include <regcache/fabric.h>
 
+#include "median.h"
+
 #include "../src/bridge/fabric_layout.h"
 #include "bridge_oracle.h"
 
@@ -152,19 +154,6 @@ static double hits(struct lf_cache *c, char *buf, size_t len, long n)
 	return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n;
 }
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp);
-	return v[n / 2];
-}
-
 /* Two caches in one process: libfabric's memhooks monitor, and the bridge. */
 static int bench(void)
 {
@@ -189,9 +178,9 @@ static int bench(void)
 	       "  regcache bridge (%s)%*s %6.1f ns\n"
 	       "  ratio %.2f (median of per-round ratios)\n", cache.l->major,
 	       cache.l->minor, n,
-	       median(a, 11), regcache_monitor_name(),
-	       (int)(10 - strlen(regcache_monitor_name())), "", median(b, 11),
-	       median(ratio, 11));
+	       median_of(a, 11), regcache_monitor_name(),
+	       (int)(10 - strlen(regcache_monitor_name())), "", median_of(b, 11),
+	       median_of(ratio, 11));
 	lf_cache_close(&alone);
 	return T_EXIT_PASS;
 }

@@ -86,6 +86,7 @@ if(TARGET regcache-fabric AND TEST_FABRIC_TABLED)
     LIBS regcache-fabric ${TEST_FABRIC_STATIC_LIBS}
          atomic Threads::Threads ${CMAKE_DL_LIBS}
     LABELS bridge fabric ARGS memhooks ENV REGCACHE_FABRIC_IMPORT=0)
+  target_include_directories(bridge-fabric PRIVATE ${PROJECT_SOURCE_DIR}/tools/common)
   # fi_open must be visible to the bridge's dlsym(RTLD_DEFAULT).
   set_target_properties(bridge-fabric PROPERTIES ENABLE_EXPORTS ON)
   add_test(NAME bridge-fabric-uffd COMMAND bridge-fabric userfaultfd)

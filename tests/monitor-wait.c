@@ -36,6 +36,7 @@
 #include <regcache/monitor.h>
 
 #include "helpers.h"
+#include "median.h"
 
 static struct regcache_subscriber *sub;
 static _Atomic bool done;
@@ -363,13 +364,6 @@ static double now_ns(void)
 	return t_now() * 1e9;
 }
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Median over @n of the munmap of one cached page. */
 static double munmap_ns(struct regcache *c, int n)
 {
@@ -390,8 +384,7 @@ static double munmap_ns(struct regcache *c, int n)
 		T_REQUIRE(syscall(SYS_munmap, buf, page) == 0);
 		v[i] = now_ns() - t0;
 	}
-	qsort(v, (size_t)n, sizeof(*v), cmp);
-	med = v[n / 2];
+	med = median_of(v, (size_t)n);
 	free(v);
 	return med;
 }
@@ -413,13 +406,12 @@ static int bench(struct regcache *c)
 		wake_sleeper(4096);
 		pthread_join(ts, NULL);
 	}
-	qsort(alone, ROUNDS, sizeof(double), cmp);
-	qsort(asleep, ROUNDS, sizeof(double), cmp);
+	double a = median_of(alone, ROUNDS), s = median_of(asleep, ROUNDS);
+
 	printf("munmap 1 cached page, monitor %s, medians of %d rounds of %d:\n"
 	       "  no sleeper %.0f ns, a thread in regcache_subscriber_wait() "
 	       "%.0f ns (+%.0f ns)\n",
-	       regcache_monitor_name(), ROUNDS, n, alone[ROUNDS / 2],
-	       asleep[ROUNDS / 2], asleep[ROUNDS / 2] - alone[ROUNDS / 2]);
+	       regcache_monitor_name(), ROUNDS, n, a, s, s - a);
 	return T_EXIT_PASS;
 }
 

@@ -5,6 +5,7 @@ include_guard(GLOBAL)
 
 regcache_add_test(NAME monitor-wait SOURCES monitor-wait.c TIMEOUT 180
   LABELS monitor MONITORS bpf userfaultfd none)
+target_include_directories(monitor-wait PRIVATE ${PROJECT_SOURCE_DIR}/tools/common)
 # Numbers, not a property: what a sleeper costs the unmapping thread.
 add_test(NAME monitor-wait-bench@bpf COMMAND monitor-wait bench)
 set_tests_properties(monitor-wait-bench@bpf PROPERTIES
