@@ -215,7 +215,7 @@ if(TEST_UCX_UCP AND regcache_verbs_target)
   target_include_directories(ucp-rxe PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/lib)
   target_include_directories(ucp-rxe PRIVATE ${TOOLS_UCX_INCLUDE} ${PROJECT_SOURCE_DIR}/tools/common)
   target_link_libraries(ucp-rxe PRIVATE ${TEST_UCX_UCP} ${TOOLS_UCX_UCS}
-    ${regcache_verbs_target})
+    ${regcache_verbs_target} PkgConfig::URING)
   # Zero-copy rendezvous both ways, as UCX picks on a NIC: UCX >= 1.14
   # copies by default on rxe, which would hide the cache. The sender's
   # buffer changes and is sent again at once, from the same thread.
@@ -291,7 +291,7 @@ if(TEST_FABRIC_LINK_LIBRARIES AND regcache_verbs_target)
   target_include_directories(fabric-rxe PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/lib)
   target_include_directories(fabric-rxe PRIVATE ${REGCACHE_FABRIC_PC_INCLUDE_DIRS})
   target_link_libraries(fabric-rxe PRIVATE ${TEST_FABRIC_LINK_LIBRARIES}
-    ${regcache_verbs_target})
+    ${regcache_verbs_target} PkgConfig::URING)
   add_test(NAME fabric-rxe COMMAND fabric-rxe stale)
   # The registration count's negative control: libfabric's MR cache off.
   add_test(NAME fabric-rxe-nocache COMMAND fabric-rxe nocache)

@@ -4,8 +4,8 @@
  * "verbs;ofi_rxm") over a real RDMA device (Soft-RoCE in tests/vm), with
  * the verbs domain's MR cache doing real ibv_reg_mr, sends tagged messages
  * through buffers that are freed, unmapped, remapped and madvised between
- * messages, libc and raw syscalls (bridge_churn.c); the receiver checks
- * every byte. Two endpoints of one domain, so both ends share libfabric's
+ * messages, through libc, raw syscalls and io_uring (bridge_churn.c); the
+ * receiver checks every byte. Two endpoints of one domain, so both ends share libfabric's
  * cache; the application passes no descriptors, so ofi_rxm registers the
  * user's buffers itself through that cache, as Open MPI's mtl ofi has it.
  * Each message goes by rendezvous (the receiver RDMA-READs the sender's
@@ -16,8 +16,8 @@
  *   fabric-rxe stale|clean|nocache [rounds] [bytes]
  *
  * stale: libfabric's own monitor (memhooks, the default of Debian's 1.17
- * and 2.1, the negative control): the messages after raw syscalls must be
- * corrupted. clean: under
+ * and 2.1, the negative control): the messages after each raw syscall and
+ * after io_uring's madvise must be corrupted. clean: under
  * regcache-run, none may be. Both must cache: a message through the
  * buffers that never change, while the others change around them, must
  * register nothing on the device, and one through a remapped buffer
@@ -207,6 +207,6 @@ int main(int argc, char **argv)
 				     "fabric-rxe",
 				     "libfabric's own monitor",
 				     "libfabric with its MR cache off",
-				     "corruption after raw syscalls (memhooks "
-				     "cannot see them)");
+				     "corruption after raw syscalls and "
+				     "io_uring (memhooks cannot see them)");
 }

@@ -2,8 +2,8 @@
 /*
  * Description: an MPI job of 2 ranks over a real RDMA device sends
  * through buffers that are freed, unmapped, remapped and madvised between
- * messages, libc and raw syscalls (bridge_churn.c); rank 1 checks every
- * byte of every message. Started by tests/mpi-rxe.sh with Open MPI's or
+ * messages, through libc, raw syscalls and io_uring (bridge_churn.c); rank
+ * 1 checks every byte of every message. Started by tests/mpi-rxe.sh with Open MPI's or
  * MPICH's launcher, with or without regcache-run per rank; built once
  * against each MPI found (mpi-rxe: the default, mpi-rxe-mpich: MPICH).
  *
@@ -19,7 +19,7 @@
  * pre-registered buffers, so no message registers); the bytes are checked.
  *
  * stale: the middleware's own hooks (the negative control): the messages
- * after raw syscalls must be corrupted. clean: none may be. Both must
+ * after each raw syscall and after io_uring's madvise must be corrupted. clean: none may be. Both must
  * cache: rank 1 counts the MRs the device registers (rxe_mr_count.h)
  * while a message goes through the buffers that never change, from round
  * 2, each between barriers, and there must be none (and some for one
@@ -211,14 +211,15 @@ int main(int argc, char **argv)
 				"mpi-rxe: the middleware's caches off" :
 				expect_stale ? "mpi-rxe: the middleware's own hooks" :
 				"mpi-rxe: regcache-run", expect_stale,
-				"corruption after raw syscalls");
+				"corruption after raw syscalls and io_uring");
 		fflush(stdout);
 	} else if (rank % 2 && (rank != 1 || !count_mrs)) {
 		/* Another pair's receiver, or no count: the messages. */
 		fail = churn_verdict(&c, "mpi-rxe", rank == 1 ?
 				     "mpi-rxe: rank 1's messages (no MR count)" :
 				     "mpi-rxe: another pair's messages",
-				     expect_stale, "corruption after raw syscalls");
+				     expect_stale,
+				     "corruption after raw syscalls and io_uring");
 		fflush(stdout);
 	}
 	int any = 0;

@@ -48,7 +48,7 @@ if(MPI_C_FOUND)
   add_executable(mpi-rxe mpi-rxe.c lib/bridge_churn.c lib/rxe_mr_count.c)
   target_include_directories(mpi-rxe PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/lib)
   target_link_libraries(mpi-rxe PRIVATE MPI::MPI_C ${regcache_verbs_target}
-    ${CMAKE_DL_LIBS})
+    PkgConfig::URING ${CMAKE_DL_LIBS})
   regcache_mpi_rxe_tests(ucx mpi-rxe)
   regcache_mpi_rxe_tests(ofi mpi-rxe)
   # The benchmark of two ranks (tools/microbench/mpi-bench.c), next to the
@@ -76,7 +76,7 @@ if(TEST_MPICH_LIB)
   target_include_directories(mpi-rxe-mpich PRIVATE
     ${CMAKE_CURRENT_SOURCE_DIR}/lib ${TEST_MPICH_INCLUDE_DIRS})
   target_link_libraries(mpi-rxe-mpich PRIVATE ${TEST_MPICH_LIB}
-    ${regcache_verbs_target} ${CMAKE_DL_LIBS})
+    ${regcache_verbs_target} PkgConfig::URING ${CMAKE_DL_LIBS})
   regcache_mpi_rxe_tests(mpich mpi-rxe-mpich)
   foreach(t mpi-rxe-mpich mpi-rxe-mpich-nocache mpi-rxe-mpich-run@bpf
             mpi-rxe-mpich-run@userfaultfd)

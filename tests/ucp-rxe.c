@@ -3,7 +3,8 @@
  * Description: UCX's UCP tag messages over a real RDMA device (rc_verbs on
  * Soft-RoCE in tests/vm), with UCX's registration cache doing real
  * ibv_reg_mr, through buffers that are freed, unmapped, remapped and
- * madvised between messages, libc and raw syscalls (bridge_churn.c). Two
+ * madvised between messages, through libc, raw syscalls and io_uring
+ * (bridge_churn.c). Two
  * workers of one context, so both ends share UCX's caches and go through
  * the device (self does not reach another worker), connected through
  * rdma_cm (a listener on the device's address, RXE_ADDR, default
@@ -17,8 +18,8 @@
  *
  *   ucp-rxe stale|clean|nocache [rounds] [bytes]
  *
- * stale: UCX's own hooks (the negative control): messages after raw
- * syscalls must be corrupted. clean: under regcache-run, none may be.
+ * stale: UCX's own hooks (the negative control): messages after each
+ * raw syscall and after io_uring's madvise must be corrupted. clean: under regcache-run, none may be.
  * Both must cache: a message through the buffers that never change,
  * while the others change around them, must register nothing on the
  * device, and one through a remapped buffer something (the count's
@@ -399,6 +400,7 @@ int main(int argc, char **argv)
 				     "ucp-rxe",
 				     "UCX's own memory hooks",
 				     "UCX with its registration cache off",
-				     "corruption after raw syscalls (UCX's "
-				     "hooks cannot see them)");
+				     "corruption after raw syscalls and "
+				     "io_uring (UCX's hooks cannot see "
+				     "them)");
 }

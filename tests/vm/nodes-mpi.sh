@@ -14,8 +14,8 @@
 #     (64 KiB) by get_zcopy and by put_zcopy, and eager (4 KiB): 0
 #     corrupted, unchanged buffers register 0 MRs from round 2;
 #   - bpf: root ranks under regcache-run, get_zcopy: the same;
-#   - UCX's own hooks (no regcache-run): messages after raw syscalls
-#     corrupted (the negative control);
+#   - UCX's own hooks (no regcache-run): messages after each raw syscall
+#     and after io_uring's madvise corrupted (the negative control);
 #   - the caches off: every message through unchanged buffers registers.
 # Before the jobs, what an operator checks on a node (docs/deploy.md):
 #   - info: regcache-info as uid 65534 says "monitor: regcached" on each
@@ -311,7 +311,8 @@ job bpf-get root "$run" clean "$line \"bpf\"" \
 # On demand (NODES_MPI_ONLY=ofi): Open MPI's pml cm + mtl ofi, libfabric's
 # verbs;ofi_rxm, across the nodes: under regcache-run (regcached with uid
 # 65534 ranks, bpf with root ranks) none corrupted; with libfabric's own
-# monitor (no regcache-run) the messages after raw syscalls corrupted.
+# monitor (no regcache-run) the messages after raw syscalls and io_uring
+# corrupted.
 fline="regcache-fabric: libfabric's MR cache uses regcache monitor"
 job ofi-regcached nobody "$run" clean "$fline \"regcached\"" STACK=ofi \
 	REGCACHE_MONITOR=regcached REGCACHE_LOG=info
