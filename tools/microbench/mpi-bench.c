@@ -11,9 +11,10 @@
  *             [-w WARMUP] [-W WINDOW] [-B BYTES] [-s SECONDS] [-t LIMIT]
  *
  * lat: ping-pong, one message each way, half the round trip. bw: rank 0
- * posts a window of WINDOW (64) non-blocking sends, rank 1 answers with
- * a 4-byte reply once all arrived; bytes of the window over its time.
- * Sizes from 8 B to MAX (16M) by powers of 2.
+ * posts a window of WINDOW (64) non-blocking sends from one buffer, rank 1
+ * answers with a 4-byte reply once all arrived; bytes of the window over
+ * its time. Sizes from 8 B to MAX (16M) by powers of 2, the whole window
+ * at every size.
  *
  * reuse: the same buffers for every message (a middleware's cache hits).
  * churn: every iteration takes fresh buffers from malloc and frees them
@@ -27,10 +28,15 @@
  * ITERS (lat 200, bw 20) timed iterations up to 64 KiB, fewer above (the
  * same bytes, at least 1), after WARMUP (10, scaled alike) untimed ones;
  * a size stops early at SECONDS (10) per test, judged from the warm-up.
- * The window is cut to what fits in BYTES (64M: 16 at 4 MiB, at least 1):
- * each pending receive needs a buffer of its own, and under emulation a
- * window of 64 MiB takes minutes. LIMIT (1800 s) bounds the whole run:
- * past it a rank exits with FAIL.
+ * Rank 1 receives the window into buffers of its own while they fit in
+ * RBUF_BYTES (64 MiB: 64 up to 1 MiB, 4 at 16 MiB); beyond, the window's
+ * receives take them in turn, as the usual benchmarks receive a whole
+ * window into one buffer. Every message of an iteration carries the same
+ * pattern, so a shared buffer still holds exactly it; rank 1 holds at most
+ * 64 MiB of them (one buffer above 64 MiB), rank 0 one buffer. BYTES (-B,
+ * none by default) cuts the window to what fits in it (at least 1), for
+ * emulation's pace: under TCG a window of 64 x 16 MiB takes minutes.
+ * LIMIT (1800 s) bounds the whole run: past it a rank exits with FAIL.
  *
  * Every message carries a pattern of its own (size, iteration); churn
  * checks every message at a word per page, and each size of each test
@@ -39,7 +45,8 @@
  * is a FAIL (the job aborts), never a figure.
  *
  * Rank 0 prints, per test and size, a line
- *   result lat|bw reuse|churn SIZE VALUE us|MB/s ITERS mean MEAN [window N]
+ *   result lat|bw reuse|churn SIZE VALUE us|MB/s ITERS mean MEAN
+ *          [window N buffers M]
  * (VALUE of the median iteration, robust to the stalls of emulation; MEAN
  * of all), and at the end on how many ranks regcache's UCX bridge was
  * forwarding.
@@ -65,6 +72,8 @@
 #define MIB ((size_t)1 << 20)
 /* Beyond this, fewer timed iterations: the same bytes per size. */
 #define FULL_ITERS_UP_TO ((size_t)64 << 10)
+/* Rank 1's receive buffers of a window, at most (at least one). */
+#define RBUF_BYTES (64 * MIB)
 
 struct opts {
 	bool lat, bw, reuse, churn;
@@ -220,9 +229,11 @@ static double run_lat(size_t size, unsigned first, unsigned iters,
 }
 
 /* The same for a window of @window sends (rank 0) and receives into
- * @rbufs[slot] (rank 1), then the reply. */
-static double run_bw(size_t size, unsigned window, unsigned first,
-		     unsigned iters, char *sbuf, char **rbufs, bool full)
+ * @rbufs[slot % @nbufs] (rank 1; churn: @nbufs fresh ones per iteration),
+ * then the reply. */
+static double run_bw(size_t size, unsigned window, unsigned nbufs,
+		     unsigned first, unsigned iters, char *sbuf, char **rbufs,
+		     bool full)
 {
 	static MPI_Request req[1024];
 	bool churn = !sbuf;
@@ -257,21 +268,21 @@ static double run_bw(size_t size, unsigned window, unsigned first,
 					MPI_Wtime() - ts - (work - ws);
 			continue;
 		}
-		for (unsigned k = 0; k < window; k++) {
+		for (unsigned k = 0; k < nbufs; k++)
 			rb[k] = churn ? alloc(size) : rbufs[k];
-			MPI_Irecv(rb[k], (int)size, MPI_BYTE, 0, TAG_DATA,
-				  MPI_COMM_WORLD, &req[k]);
-		}
+		for (unsigned k = 0; k < window; k++)
+			MPI_Irecv(rb[k % nbufs], (int)size, MPI_BYTE, 0,
+				  TAG_DATA, MPI_COMM_WORLD, &req[k]);
 		MPI_Waitall((int)window, req, MPI_STATUSES_IGNORE);
 		MPI_Send(&reply, 1, MPI_INT, 0, TAG_REPLY, MPI_COMM_WORLD);
 		if (churn || last) {
 			w = MPI_Wtime();
-			for (unsigned k = 0; k < window; k++)
+			for (unsigned k = 0; k < nbufs; k++)
 				check(rb[k], size, seed, last, "bw");
 			work += MPI_Wtime() - w;
 		}
 		if (churn)
-			for (unsigned k = 0; k < window; k++)
+			for (unsigned k = 0; k < nbufs; k++)
 				free(rb[k]);
 	}
 	return MPI_Wtime() - t0 - work;
@@ -298,17 +309,22 @@ static void run_test(const struct opts *o, bool bw, bool churn)
 		fflush(stdout);
 	}
 	for (size_t size = 8; size <= o->max; size *= 2) {
-		unsigned window = o->window, warm, iters, nr;
+		unsigned window = o->window, warm, iters, nr, nbufs;
 		char *sbuf = NULL, **rbufs = NULL;
 		double t, per;
 
-		if (bw && (size_t)window * size > o->window_bytes)
+		if (bw && o->window_bytes &&
+		    (size_t)window * size > o->window_bytes)
 			window = (unsigned)(o->window_bytes / size);
 		if (!window)
 			window = 1;
+		nbufs = (size_t)window * size > RBUF_BYTES ?
+			(unsigned)(RBUF_BYTES / size) : window;
+		if (!nbufs)
+			nbufs = 1;
 		/* Rank 0 sends from one buffer; rank 1 receives into one
-		 * (lat: and echoes it) or one per slot of the window. */
-		nr = bw && rank == 1 ? window : 1;
+		 * (lat: and echoes it) or nbufs for the window. */
+		nr = bw && rank == 1 ? nbufs : 1;
 		warm = scaled(o->warmup, size);
 		iters = scaled(bw ? o->bw_iters : o->lat_iters, size);
 		if (!churn) {
@@ -324,7 +340,8 @@ static void run_test(const struct opts *o, bool bw, bool churn)
 		iter_time = alloc((warm > iters ? warm : iters) *
 				  sizeof(*iter_time));
 		if (bw)
-			run_bw(size, window, 0, warm, sbuf, rbufs, false);
+			run_bw(size, window, nbufs, 0, warm, sbuf, rbufs,
+			       false);
 		else
 			run_lat(size, 0, warm, sbuf, rbufs ? rbufs[0] : NULL,
 				false);
@@ -340,7 +357,8 @@ static void run_test(const struct opts *o, bool bw, bool churn)
 		MPI_Barrier(MPI_COMM_WORLD);
 		/* Seeds go on from the warm-up's: a heap chunk that comes
 		 * back with an earlier message in it must not pass. */
-		t = bw ? run_bw(size, window, warm, iters, sbuf, rbufs, false)
+		t = bw ? run_bw(size, window, nbufs, warm, iters, sbuf, rbufs,
+				false)
 		       : run_lat(size, warm, iters, sbuf,
 				 rbufs ? rbufs[0] : NULL, false);
 		/*
@@ -360,7 +378,9 @@ static void run_test(const struct opts *o, bool bw, bool churn)
 
 			printf("result %s %s %zu %.3f %s %u mean %.3f", name,
 			       kind, size, v, bw ? "MB/s" : "us", iters, mean);
-			printf(bw ? " window %u\n" : "\n", window);
+			if (bw)
+				printf(" window %u buffers %u", window, nbufs);
+			printf("\n");
 			fflush(stdout);
 		}
 		free(iter_time);
@@ -380,8 +400,8 @@ static void run_test(const struct opts *o, bool bw, bool churn)
 		}
 		MPI_Barrier(MPI_COMM_WORLD);
 		if (bw)
-			run_bw(size, window, warm + iters, 1, sbuf, rbufs,
-			       true);
+			run_bw(size, window, nbufs, warm + iters, 1, sbuf,
+			       rbufs, true);
 		else
 			run_lat(size, warm + iters, 1, sbuf,
 				rbufs ? rbufs[0] : NULL, true);
@@ -434,7 +454,7 @@ int main(int argc, char **argv)
 	struct opts o = {
 		.lat = true, .bw = true, .reuse = true, .churn = true,
 		.max = 16 * MIB, .lat_iters = 200, .bw_iters = 20,
-		.warmup = 10, .window = 64, .window_bytes = 64 * MIB,
+		.warmup = 10, .window = 64, .window_bytes = 0,
 		.seconds = 10, .limit = 1800,
 	};
 	char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -468,7 +488,11 @@ int main(int argc, char **argv)
 			break;
 		case 'w': o.warmup = (unsigned)atoi(optarg); break;
 		case 'W': o.window = (unsigned)atoi(optarg); break;
-		case 'B': o.window_bytes = parse_size(optarg); break;
+		case 'B':
+			o.window_bytes = parse_size(optarg);
+			if (!o.window_bytes)
+				return usage();
+			break;
 		case 's': o.seconds = atof(optarg); break;
 		case 't': o.limit = (unsigned)atoi(optarg); break;
 		default: return usage();
@@ -476,7 +500,7 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc || o.max < 8 || o.max > 1024 * MIB ||
 	    !o.lat_iters || !o.warmup || !o.window || o.window > 1024 ||
-	    o.window_bytes < 8 ||
+	    (o.window_bytes && o.window_bytes < 8) ||
 	    o.seconds <= 0 || !(o.lat || o.bw) || !(o.reuse || o.churn))
 		return usage();
 	if (size != 2) {
@@ -497,10 +521,14 @@ int main(int argc, char **argv)
 		mpi[strcspn(mpi, "\n")] = '\0';
 		printf("mpi-bench: %s; UCX %s\n", mpi, ucx_version());
 		printf("mpi-bench: rank 0 on %s, rank 1 on %s; sizes 8 to %zu,"
-		       " %u/%u lat/bw iterations, %u warm-up, window %u of"
-		       " at most %zu bytes, %.1f s per size at most\n", host,
-		       host1, o.max, o.lat_iters, o.bw_iters, o.warmup,
-		       o.window, o.window_bytes, o.seconds);
+		       " %u/%u lat/bw iterations, %u warm-up, window %u",
+		       host, host1, o.max, o.lat_iters, o.bw_iters, o.warmup,
+		       o.window);
+		if (o.window_bytes)
+			printf(" of at most %zu bytes", o.window_bytes);
+		else
+			printf(" at every size");
+		printf(", %.1f s per size at most\n", o.seconds);
 		fflush(stdout);
 	}
 	if (o.reuse && o.lat)
