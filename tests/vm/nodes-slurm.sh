@@ -31,7 +31,8 @@
 #   - the same with 2 ranks per node (-m cyclic: the pairs 0-1 and 2-3
 #     across the nodes);
 #   - the negative control: the same job without regcache-run (UCX's own
-#     hooks), `mpi-rxe stale`: the messages after raw syscalls corrupted.
+#     hooks), `mpi-rxe stale`: the messages after raw syscalls and
+#     io_uring corrupted.
 # Every step is bounded (NODES_SLURM_TIMEOUT, 600 s, for each job; the
 # guests: run.sh --timeout 2400). Prints PASS, or FAIL with the reason and
 # exits nonzero; nothing is skipped.
@@ -255,12 +256,12 @@ job() {
 	echo "$out" | grep -q 'FAIL' && v="$v; a FAIL line"
 	echo "$out" | grep -q "^mpi-rxe: $np ranks, rank 0 on node0, rank 1 on node1" ||
 		v="$v; not $np ranks with rank 0 on node0 and rank 1 on node1"
-	# The control: no bridge, and messages after raw syscalls corrupted
-	# (mpi-rxe stale checks it too).
+	# The control: no bridge, and messages after raw syscalls and io_uring
+	# corrupted (mpi-rxe stale checks each such kind too).
 	if [ "$mode" = stale ]; then
 		echo "$out" | grep -q 'regcache-ucx:' && v="$v; a rank ran regcache's bridge"
-		echo "$out" | grep -Eq 'corrupted: [0-9]+ of [0-9]+ messages \([1-9][0-9]* after raw syscalls\)' ||
-			v="$v; no message after raw syscalls corrupted"
+		echo "$out" | grep -Eq 'corrupted: [0-9]+ of [0-9]+ messages \([1-9][0-9]* after raw syscalls and io_uring\)' ||
+			v="$v; no message after raw syscalls and io_uring corrupted"
 	fi
 	if [ -n "$want" ]; then
 		[ "$(echo "$out" | grep -c "$want")" -ge "$np" ] ||
