@@ -56,6 +56,7 @@ if(MPI_C_FOUND)
   # two nodes.
   add_executable(mpi-bench ${PROJECT_SOURCE_DIR}/tools/microbench/mpi-bench.c)
   target_link_libraries(mpi-bench PRIVATE MPI::MPI_C ${CMAKE_DL_LIBS})
+  target_include_directories(mpi-bench PRIVATE ${PROJECT_SOURCE_DIR}/tools/common)
   set_target_properties(mpi-bench PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tools/microbench)
 endif()

@@ -65,7 +65,7 @@
 
 #include <mpi.h>
 
-#include "../median.h"
+#include "median.h"
 
 #define TAG_DATA 1
 #define TAG_REPLY 2
