@@ -47,7 +47,8 @@ static bool privileged;
 
 /* Create caches, pin BIG, then get/put/munmap small buffers with DMA
  * checks until killed. A stale byte is reported on @fd ('S'); 'R' once the
- * first cache exists. Registration failures are expected (the memlock
+ * first cache exists, then 'B' once BIG is pinned ('b' if it could not
+ * be). Registration failures are expected (the memlock
  * limit is shared with children killed a moment ago) and ignored. */
 static void victim(int fd, unsigned seed)
 {
@@ -63,6 +64,8 @@ static void victim(int fd, unsigned seed)
 	memset(big, 1, BIG);
 	if (regcache_get(c, big, BIG, 0, &big_r))
 		big_r = NULL;
+	/* The controls stop a victim only once BIG is pinned (or not). */
+	(void)!write(fd, big_r ? "B" : "b", 1);
 	for (;;) {
 		size_t len = 4096 * (1 + t_rnd(&seed) % (SMALL_MAX / 4096));
 		char *buf = t_map(len);
@@ -370,9 +373,19 @@ static void control_leak(bool bpf, int n, int expect)
 	int fds[SLOTS_PER_USER], ret;
 
 	for (int i = 0; i < n; i++) {
+		char pinned = 0;
+
 		pids[i] = spawn_victim(1234 + i, &fds[i], true);
-		usleep(100000);	/* let it pin BIG */
+		/* Until it has pinned BIG (or failed to: only the first fits
+		 * the memlock limit): a stop before would hold nothing. */
+		T_REQUIRE(read(fds[i], &pinned, 1) == 1);
 		kill(pids[i], SIGSTOP);
+		if (expect == 3 && pinned != 'B') {
+			fprintf(stderr, "kill-cycle: FAIL: negative control: "
+				"a victim could not pin %u MiB to hold it\n",
+				BIG >> 20);
+			t_failures++;
+		}
 	}
 	if (bpf) {
 		unsigned from = nheld, found = 0, left;
