@@ -16,6 +16,7 @@
 #include <liburing.h>
 
 #include "bridge_churn.h"
+#include "uring_madvise.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -107,38 +108,6 @@ static int ring_init(struct churn *c)
 	return 0;
 }
 
-/* io_uring IORING_OP_MADVISE(MADV_DONTNEED) of [@p, +@len), waited for.
- * Return: 0, or -1 with errno (the CQE's res when the kernel refused). */
-static int uring_dontneed(struct io_uring *ring, void *p, size_t len)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-	struct io_uring_cqe *cqe;
-	int ret;
-
-	if (!sqe) {
-		errno = EBUSY;
-		return -1;
-	}
-	io_uring_prep_madvise(sqe, p, len, MADV_DONTNEED);
-	ret = io_uring_submit(ring);
-	if (ret != 1) {
-		errno = ret < 0 ? -ret : EIO;
-		return -1;
-	}
-	ret = io_uring_wait_cqe(ring, &cqe);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	ret = cqe->res;
-	io_uring_cqe_seen(ring, cqe);
-	if (ret) {
-		errno = ret < 0 ? -ret : EIO;
-		return -1;
-	}
-	return 0;
-}
-
 int churn_init(struct churn *c, enum churn_side side, size_t len)
 {
 	int ret;
@@ -169,6 +138,7 @@ static char *change(struct churn *c, enum churn_kind kind, char *old)
 {
 	size_t len = map_len(c);
 	void *p = old, *y;
+	int ret;
 
 	switch (kind) {
 	case CHURN_NONE:
@@ -226,8 +196,11 @@ static char *change(struct churn *c, enum churn_kind kind, char *old)
 		break;
 	case CHURN_URING_MADVISE:
 		/* The kernel does it for the ring: no libc call is made. */
-		if (uring_dontneed(c->ring, old, len))
+		ret = t_uring_madvise(c->ring, old, len, MADV_DONTNEED);
+		if (ret) {
+			errno = -ret;
 			return NULL;
+		}
 		break;
 	case CHURN_NKINDS:
 		return NULL;

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "bridge_oracle.h"
+#include "uring_madvise.h"
 
 struct t_registrar b_reg;
 
@@ -71,21 +72,6 @@ char *b_map_at(void *hint, size_t len)
 	return p;
 }
 
-static int uring_dontneed(void *addr, size_t len)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&b_reg.ring);
-	struct io_uring_cqe *cqe;
-	int ret;
-
-	T_REQUIRE(sqe);
-	io_uring_prep_madvise(sqe, addr, (off_t)len, MADV_DONTNEED);
-	T_REQUIRE(io_uring_submit(&b_reg.ring) == 1);
-	T_REQUIRE(io_uring_wait_cqe(&b_reg.ring, &cqe) == 0);
-	ret = cqe->res;
-	io_uring_cqe_seen(&b_reg.ring, cqe);
-	return ret;
-}
-
 /* One attempt: 1 stale, 0 fresh, -1 not set up (*retry: worth another). */
 static int attempt(const struct b_cache *c, enum b_change what, bool *retry)
 {
@@ -121,7 +107,7 @@ static int attempt(const struct b_cache *c, enum b_change what, bool *retry)
 		T_REQUIRE(syscall(SYS_madvise, buf, len, MADV_DONTNEED) == 0);
 		break;
 	case B_URING_DONTNEED:
-		T_REQUIRE(uring_dontneed(buf, len) == 0);
+		T_REQUIRE(t_uring_madvise(&b_reg.ring, buf, len, MADV_DONTNEED) == 0);
 		break;
 	case B_FREE_MMAPPED: {
 		uintptr_t was = (uintptr_t)buf;

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "changes.h"
+#include "uring_madvise.h"
 
 #define LEN 65536
 
@@ -535,8 +536,6 @@ static void case_madvise_remove(void)
 static void case_uring_madvise(void)
 {
 	static const char what[] = "io_uring IORING_OP_MADVISE(MADV_DONTNEED)";
-	struct io_uring_cqe *cqe;
-	struct io_uring_sqe *sqe;
 	struct io_uring ring;
 	struct t_change k;
 	char *buf = t_map(LEN);
@@ -544,13 +543,7 @@ static void case_uring_madvise(void)
 
 	t_ring_init(&ring);
 	t_change_begin(&k, buf, LEN, T_ANON);
-	sqe = io_uring_get_sqe(&ring);
-	T_REQUIRE(sqe);
-	io_uring_prep_madvise(sqe, buf, LEN, MADV_DONTNEED);
-	T_REQUIRE(io_uring_submit(&ring) == 1);
-	T_REQUIRE(io_uring_wait_cqe(&ring, &cqe) == 0);
-	res = cqe->res;
-	io_uring_cqe_seen(&ring, cqe);
+	res = t_uring_madvise(&ring, buf, LEN, MADV_DONTNEED);
 	io_uring_queue_exit(&ring);
 	if (res == -EINVAL && kernel_before(5, 6)) {
 		t_change_refused(&k, what, "EINVAL: before Linux 5.6");
