@@ -220,10 +220,7 @@ static int ranges_case(void)
 	for (int p = 0; p < 3; p++)
 		regs[p] = pass(buf, N, len);
 	for (int i = 0; i < N; i++)
-		T_REQUIRE((void *)syscall(SYS_mmap, buf[i], len,
-					  PROT_READ | PROT_WRITE,
-					  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-					  -1, 0) == buf[i]);
+		t_remap(buf[i], len);
 	regs[3] = pass(buf, N, len);
 	fprintf(stderr, "  %d ranges, registrations in passes 1-3: %lu %lu "
 		"%lu; after each was remapped: %lu\n", N, regs[0], regs[1],

@@ -45,15 +45,17 @@ extern int t_failures;
 		}                                                            \
 	} while (0)
 
-/* Abort the test with FAIL (setup errors are failures, not skips). */
-#define T_REQUIRE(cond)                                                      \
+/* @cond must hold, or the program ends FAIL through @quit (exit, or _exit
+ * in a forked child): setup errors are failures, not skips. */
+#define T_REQUIRE_OR(cond, quit)                                             \
 	do {                                                                 \
 		if (!(cond)) {                                               \
 			fprintf(stderr, "%s:%d: required: %s\n", __FILE__,   \
 				__LINE__, #cond);                            \
-			exit(T_EXIT_FAIL);                                   \
+			quit(T_EXIT_FAIL);                                   \
 		}                                                            \
 	} while (0)
+#define T_REQUIRE(cond) T_REQUIRE_OR(cond, exit)
 
 /*
  * T_REQUIRE for a forked child: _exit(), because exit() would run the
@@ -61,14 +63,7 @@ extern int t_failures;
  * for the sanitizer's background thread, which fork did not copy: the
  * child would hang instead of failing.
  */
-#define T_CHILD_REQUIRE(cond)                                                \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "%s:%d: required: %s\n", __FILE__,   \
-				__LINE__, #cond);                            \
-			_exit(T_EXIT_FAIL);                                  \
-		}                                                            \
-	} while (0)
+#define T_CHILD_REQUIRE(cond) T_REQUIRE_OR(cond, _exit)
 
 static inline int t_exit_status(void)
 {
