@@ -45,6 +45,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "socket_answers.h"
+
 #ifndef RCD_DAEMON_PATH
 #error "RCD_DAEMON_PATH: the regcached binary"
 #endif
@@ -63,19 +65,6 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static bool socket_answers(void)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	bool ok;
-
-	strcpy(sa.sun_path, sock_path);
-	ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-	if (fd >= 0)
-		close(fd);
-	return ok;
 }
 
 /* Start the daemon and wait until its socket answers. */
@@ -115,7 +104,7 @@ static int start_daemon(void)
 				"at start (status %#x)\n", status);
 			return -ECHILD;
 		}
-		if (socket_answers())
+		if (regcached_socket_answers(sock_path))
 			return 0;
 		usleep(2000);
 	}

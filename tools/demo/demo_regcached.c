@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "demo.h"
+#include "socket_answers.h"
 
 #define CLIENT_ID 65534		/* nobody/nogroup */
 
@@ -104,19 +105,6 @@ bool demo_regcached_available(char *why, size_t len)
 	}
 	return true;
 #endif
-}
-
-static bool socket_answers(void)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	bool ok;
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
-	ok = fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-	if (fd >= 0)
-		close(fd);
-	return ok;
 }
 
 /* Wait up to @ms for the daemon to exit; true if it did. */
@@ -208,7 +196,7 @@ int demo_regcached_start(struct result *res)
 			     "(its log above says why)", status);
 			break;
 		}
-		if (socket_answers())
+		if (regcached_socket_answers(sock_path))
 			return 0;
 		usleep(2000);
 	}

@@ -38,23 +38,11 @@
 #include <regcache/uring.h>
 
 #include "device.h"
+#include "socket_answers.h"
 
 static char sock_path[108];
 static pid_t daemon_pid = -1;
 static int rounds = 5;
-
-static bool socket_answers(void)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	bool ok;
-
-	strcpy(sa.sun_path, sock_path);
-	ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
 
 static int start_daemon(const char *path)
 {
@@ -68,7 +56,7 @@ static int start_daemon(const char *path)
 		_exit(127);
 	}
 	for (int i = 0; i < 5000; i++) {
-		if (socket_answers())
+		if (regcached_socket_answers(sock_path))
 			return 0;
 		if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid)
 			return -ECHILD;
