@@ -11,7 +11,8 @@
 # the zero-corrupted line gone, a regcache row's hit rate below naive's),
 # which shows that every check can see what it looks for.
 #
-# Usage: demo-nonroot.sh /path/to/regcache-demo [extra demo options]
+# Usage: [REACH_EXEC=reach-exec] demo-nonroot.sh /path/to/regcache-demo
+#        [extra demo options]
 set -uo pipefail
 demo=$1
 shift
@@ -20,7 +21,10 @@ if [ "$(id -u)" != 0 ]; then
 	echo "SKIP: needs root to drop to uid 65534 with an 8 MiB memlock limit"
 	exit 77
 fi
-as_user=(prlimit --memlock=8388608:8388608
+# REACH_EXEC (tests/lib/reach-exec.c): the demo's directories searchable
+# by uid 65534 in a mount namespace of the run's own, so that a build in
+# root's home (/root is 0700) runs too.
+as_user=(${REACH_EXEC:+"$REACH_EXEC" "$demo" --} prlimit --memlock=8388608:8388608
 	 setpriv --reuid=65534 --regid=65534 --clear-groups
 	 --inh-caps=-all --bounding-set=-all)
 if ! "${as_user[@]}" test -x "$demo"; then

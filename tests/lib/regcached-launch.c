@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "reachable.h"
 #include "socket_answers.h"
 
 #ifndef RCD_DAEMON_PATH
@@ -275,8 +276,17 @@ int main(int argc, char **argv)
 		setenv("REGCACHE_MONITOR", "regcached", 0);
 		setenv("REGCACHE_SOCKET", sock_path, 1);
 		setenv("RCD_TEST_CONTROL", fdbuf, 1);
-		if (!as_root)
+		if (!as_root) {
+			int err = reach_path_for_all(argv[0]);
+
+			if (err) {
+				fprintf(stderr, "regcached-launch: making %s "
+					"reachable for uid 65534: %s\n", argv[0],
+					strerror(-err));
+				_exit(1);
+			}
 			drop_privileges();
+		}
 		/* After the change of credentials, which clears it. */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != launcher)
 			_exit(1);

@@ -12,6 +12,7 @@
  * memlock limit, the one the demo itself runs for such a user: with no
  * limit, the workload of every other row.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "demo.h"
+#include "reachable.h"
 #include "socket_answers.h"
 
 #define CLIENT_ID 65534		/* nobody/nogroup */
@@ -288,19 +290,39 @@ static int keep_only_ipc_lock(void)
 	return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_IPC_LOCK, 0, 0);
 }
 
+/* The re-executed demo and the libregcache.so.0 it loads through its
+ * RUNPATH, made reachable for uid 65534 (reachable.h): a build tree in
+ * root's home is closed to it. */
+static int reach_demo_files(void)
+{
+	int err = reach_path_for_all("/proc/self/exe");
+	Dl_info lib;
+
+	if (!err && dladdr((void *)regcache_version, &lib) && lib.dli_fname &&
+	    strchr(lib.dli_fname, '/'))
+		err = reach_path_for_all(lib.dli_fname);
+	return err;
+}
+
 void demo_regcached_child(const struct mode *m, int fd)
 {
 	unsigned long long memlock = demo_regcached_client_memlock();
 	struct rlimit rl = { memlock, memlock };
 	struct result res = { 0 };
 	bool lock_cap = demo_regcached_lock_cap();
+	int err;
 
 	setenv("REGCACHE_SOCKET", sock_path, 1);
 	if (!demo_opt.sizes_given)
 		demo_opt.nsizes = demo_fit_nsizes(memlock);
 	/* Leaving uid 0 for good clears every capability set, unless
 	 * PR_SET_KEEPCAPS keeps the permitted one for keep_only_ipc_lock(). */
-	if ((!lock_cap && setrlimit(RLIMIT_MEMLOCK, &rl)) ||
+	err = reach_demo_files();
+	if (err) {
+		res.status = err;
+		snprintf(res.info, sizeof(res.info), "uid %d cannot reach this "
+			 "demo's files: %s", CLIENT_ID, strerror(-err));
+	} else if ((!lock_cap && setrlimit(RLIMIT_MEMLOCK, &rl)) ||
 	    (lock_cap && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)) ||
 	    setgroups(0, NULL) ||
 	    setresgid(CLIENT_ID, CLIENT_ID, CLIENT_ID) ||
