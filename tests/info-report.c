@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "reachable.h"
 
 #define OUT_MAX (64 * 1024)
 #define MAX_MON 8
@@ -522,6 +523,7 @@ static void drop_privileges(void)
 	bool caps_zero = false;
 	FILE *f;
 
+	T_REQUIRE(reach_path_for_all(tool) == 0);
 	T_REQUIRE(setrlimit(RLIMIT_MEMLOCK, &rl) == 0);
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	T_REQUIRE(setgroups(0, NULL) == 0);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "reachable.h"
 
 int main(int argc, char **argv)
 {
@@ -64,6 +65,7 @@ int main(int argc, char **argv)
 			printf("in the container: pid %d, socket %s\n",
 			       (int)getpid(), path);
 			fflush(stdout);
+			T_CHILD_REQUIRE(reach_path_for_all(argv[1]) == 0);
 			T_CHILD_REQUIRE(setgroups(0, NULL) == 0 &&
 				  setresgid(65534, 65534, 65534) == 0 &&
 				  setresuid(65534, 65534, 65534) == 0);

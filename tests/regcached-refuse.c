@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "reachable.h"
 
 /* Run the daemon in a child prepared by @how; returns its exit status and
  * its stderr in @err. */
@@ -29,6 +30,7 @@ static int run(const char *daemon, int how, char *err, size_t len)
 	if (pid == 0) {
 		dup2(p[1], 2);
 		if (how == 0) {
+			T_REQUIRE(reach_path_for_all(daemon) == 0);
 			T_REQUIRE(setgroups(0, NULL) == 0 &&
 				  setresgid(65534, 65534, 65534) == 0 &&
 				  setresuid(65534, 65534, 65534) == 0);

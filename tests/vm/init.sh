@@ -55,6 +55,15 @@ if [ "$private_checkout" = 1 ]; then
 else
 	mount -t 9p -o "$p9" checkout "/host$checkout" || fail "cannot mount the checkout at $checkout"
 fi
+# Every user reaches the checkout, as the tests' uid 65534 and the
+# two-node job's ranks must (a clone in root's home: /root is 0700): the
+# directories above it get o+x in the guest's own overlay; the host's
+# stay as they are.
+d=$(dirname "$checkout")
+while [ "$d" != / ]; do
+	chmod o+x "/host$d" 2>/dev/null
+	d=$(dirname "$d")
+done
 
 mount -t tracefs tracefs /host/sys/kernel/tracing
 mount -t debugfs debugfs /host/sys/kernel/debug
