@@ -13,7 +13,8 @@
 #            (labels stress, chaos, fork, core, cache, unit, regcached), only
 #            their programs built;
 #          - vm: the RDMA tests, which need a device this host may lack, on
-#            Debian 12's stock kernel in a QEMU guest with Soft-RoCE (the
+#            the release's stock kernel (Debian 12: 6.1, Debian 13: 6.12)
+#            in a QEMU guest with Soft-RoCE over this machine's root (the
 #            catalogue of changes on rxe0 and its negative control, UCP,
 #            libfabric and Open MPI under regcache-run and their controls).
 #   rest   what quick leaves out: the other tests of both sanitizer builds
