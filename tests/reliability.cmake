@@ -104,6 +104,13 @@ elseif(REGCACHE_FUZZ AND NOT REGCACHE_SANITIZE)
       -print-file-name=libclang_rt.asan-x86_64.so
       OUTPUT_VARIABLE asan_rt OUTPUT_STRIP_TRAILING_WHITESPACE)
     get_filename_component(asan_rt_dir "${asan_rt}" DIRECTORY)
+  endif()
+  if(REGCACHE_CLANG AND REGCACHE_CLANGXX AND NOT asan_rt_dir)
+    # clang prints the bare name when its runtime is not installed.
+    message(WARNING "libFuzzer targets left out: clang has no ASan runtime "
+      "(${asan_rt}); install clang's compiler runtime, libclang-rt-NN-dev "
+      "(.ci/packages.sh lists it)")
+  elseif(REGCACHE_CLANG AND REGCACHE_CLANGXX)
     ExternalProject_Add(regcache-fuzz
       SOURCE_DIR ${PROJECT_SOURCE_DIR}
       BINARY_DIR ${fuzz_dir}
