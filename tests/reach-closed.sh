@@ -24,6 +24,8 @@ fi
 
 parent=$(dirname "$build")
 keep=$(mktemp -d /run/reach-closed.XXXXXX 2>/dev/null || mktemp -d /dev/shm/reach-closed.XXXXXX)
+# The namespace's mounts end with it; the directory holding the tree does not.
+trap 'umount "$keep" 2>/dev/null; rmdir "$keep"' EXIT
 case "$keep/" in "$parent"/*) echo "FAIL: no place outside $parent to hold the tree"; exit 1 ;; esac
 mount --bind "$build" "$keep" &&
 	mount -t tmpfs -o mode=0700,size=64k tmpfs "$parent" &&
