@@ -85,8 +85,23 @@ if(REGCACHE_FUZZ_TARGETS)
 elseif(REGCACHE_FUZZ AND NOT REGCACHE_SANITIZE)
   find_program(REGCACHE_CLANG clang)
   find_program(REGCACHE_CLANGXX clang++)
+  # The library is shared and linked with --no-undefined: with clang
+  # both it and the targets take the ASan runtime as a shared library.
+  # clang lists libFuzzer's libstdc++ before it, so the runs preload it
+  # (ASan insists on coming first). clang prints the bare name when its
+  # runtime is not installed.
+  if(REGCACHE_CLANG)
+    execute_process(COMMAND ${REGCACHE_CLANG}
+      -print-file-name=libclang_rt.asan-x86_64.so
+      OUTPUT_VARIABLE asan_rt OUTPUT_STRIP_TRAILING_WHITESPACE)
+    get_filename_component(asan_rt_dir "${asan_rt}" DIRECTORY)
+  endif()
   if(NOT REGCACHE_CLANG OR NOT REGCACHE_CLANGXX)
     message(STATUS "libFuzzer targets: no clang, left out (REGCACHE_FUZZ)")
+  elseif(NOT asan_rt_dir)
+    message(WARNING "libFuzzer targets left out: clang has no ASan runtime "
+      "(${asan_rt}); install clang's compiler runtime, libclang-rt-NN-dev "
+      "(.ci/packages.sh lists it)")
   else()
     include(ExternalProject)
     # $(MAKE) shares make's job slots with the sub-build.
@@ -96,21 +111,6 @@ elseif(REGCACHE_FUZZ AND NOT REGCACHE_SANITIZE)
       set(fuzz_build ${CMAKE_COMMAND} --build <BINARY_DIR> --target fuzz-cache fuzz-index)
     endif()
     set(fuzz_dir ${CMAKE_BINARY_DIR}/fuzz)
-    # The library is shared and linked with --no-undefined: with clang
-    # both it and the targets take the ASan runtime as a shared library.
-    # clang lists libFuzzer's libstdc++ before it, so the runs preload it
-    # (ASan insists on coming first).
-    execute_process(COMMAND ${REGCACHE_CLANG}
-      -print-file-name=libclang_rt.asan-x86_64.so
-      OUTPUT_VARIABLE asan_rt OUTPUT_STRIP_TRAILING_WHITESPACE)
-    get_filename_component(asan_rt_dir "${asan_rt}" DIRECTORY)
-  endif()
-  if(REGCACHE_CLANG AND REGCACHE_CLANGXX AND NOT asan_rt_dir)
-    # clang prints the bare name when its runtime is not installed.
-    message(WARNING "libFuzzer targets left out: clang has no ASan runtime "
-      "(${asan_rt}); install clang's compiler runtime, libclang-rt-NN-dev "
-      "(.ci/packages.sh lists it)")
-  elseif(REGCACHE_CLANG AND REGCACHE_CLANGXX)
     ExternalProject_Add(regcache-fuzz
       SOURCE_DIR ${PROJECT_SOURCE_DIR}
       BINARY_DIR ${fuzz_dir}
