@@ -39,14 +39,10 @@ done
 [ "$(id -u)" = 0 ] || die "needs root (mmdebstrap, chroot, mounts)"
 [ -n "$release" ] || die "no --release and no VERSION_CODENAME in /etc/os-release"
 
-# The archives this machine's APT sources name: the first one is the
-# release's archive, one whose address says "security" its security archive.
-uris=$( { awk '/^URIs:/ { for (i = 2; i <= NF; i++) print $i }' \
-	/etc/apt/sources.list.d/*.sources 2>/dev/null
-	awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; break } }' \
-	/etc/apt/sources.list 2>/dev/null; } || true)
-main=$(grep -v security <<<"$uris" | head -n1 || true)
-security=$(grep security <<<"$uris" | head -n1 || true)
+# The archives this machine's APT sources name.
+. tests/vm/apt-archives.sh
+main=$(apt_archive)
+security=$(apt_security_archive)
 [ -n "$main" ] || die "no Debian archive in /etc/apt/sources.list{,.d/*.sources}"
 sources=("deb $main $release main" "deb $main $release-updates main")
 [ -z "$security" ] || sources+=("deb $security $release-security main")

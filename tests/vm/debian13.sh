@@ -33,12 +33,10 @@ cache=${REGCACHE_VM_CACHE:-${HOME:-/root}/.cache/regcache-vm}
 root=$cache/debian13-root
 debs=$cache/debs-debian13	# apart from run.sh's: its kernels are Debian 12's
 
+. tests/vm/apt-archives.sh
 archive() { # the Debian archive this machine's APT sources use
 	local u
-	u=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-	[ -n "$u" ] || u=$(awk '$1 == "deb" && $0 !~ /security/ {
-		for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; exit } }' \
-		/etc/apt/sources.list 2>/dev/null || true)
+	u=$(apt_archive)
 	[ -n "$u" ] || die "no Debian archive in /etc/apt/sources.list{,.d/*.sources}"
 	echo "$u"
 }
